@@ -1,0 +1,282 @@
+// Package config holds the validated, immutable options of a loader and
+// parses them from the JSON object that crosses the C ABI.
+//
+// Every key is optional; unknown keys are an error that names the key, and
+// every out-of-range value is an error that names its key.
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"runtime"
+	"strings"
+)
+
+// Config is a loader's configuration. Build one with Default() or Parse(),
+// then call Validate(); a validated Config is never modified.
+type Config struct {
+	// Batching and order.
+	BatchSize int   `json:"batch_size"`
+	DropLast  bool  `json:"drop_last"`
+	Shuffle   bool  `json:"shuffle"`
+	Seed      int64 `json:"seed"`
+	InOrder   bool  `json:"in_order"`
+	// DistributedSampler-style slicing: this process sees every
+	// world_size-th sample starting at rank (after padding to a multiple).
+	Rank      int `json:"rank"`
+	WorldSize int `json:"world_size"`
+
+	// Workers. Workers is the fast lane's starting width; SlowWorkers run
+	// timed-out samples in the background.
+	Workers     int  `json:"workers"`
+	MaxWorkers  int  `json:"max_workers"`
+	SlowWorkers int  `json:"slow_workers"`
+	Adaptive    bool `json:"adaptive"`
+	// Formula (1)-(2) of the MinatoLoader paper, §4.3.
+	Alpha           float64 `json:"alpha"`
+	Beta            float64 `json:"beta"`
+	Theta           float64 `json:"theta"`
+	ScaleIntervalMS int     `json:"scale_interval_ms"`
+
+	// Slow-sample threshold. TimeoutMS > 0 fixes it; 0 learns it: the first
+	// WarmupSamples run without a timeout, then the threshold is the
+	// Quantile of a streaming estimate, FallbackQuantile while more than
+	// SlowFractionLimit of recent samples go slow.
+	TimeoutMS         float64 `json:"timeout_ms"`
+	WarmupSamples     int     `json:"warmup_samples"`
+	Quantile          float64 `json:"quantile"`
+	FallbackQuantile  float64 `json:"fallback_quantile"`
+	SlowFractionLimit float64 `json:"slow_fraction_limit"`
+
+	// Bounds. PrefetchBatches built batches wait for the consumer; at most
+	// MaxInflight samples are dispatched and not yet placed in a batch
+	// (0: batch_size * (prefetch_batches + 2) + workers + slow workers).
+	PrefetchBatches int `json:"prefetch_batches"`
+	MaxInflight     int `json:"max_inflight"`
+	// A finished slow sample waits for at most SlowMaxAge batches before it
+	// is taken ahead of fast samples (no starvation).
+	SlowMaxAge int `json:"slow_max_age"`
+
+	Dataset Dataset `json:"dataset"`
+}
+
+// Dataset selects and configures the native source. Kind "synthetic" is the
+// speech-like stand-in of the MinatoLoader paper's workloads.
+type Dataset struct {
+	Kind   string  `json:"kind"`
+	Length int64   `json:"length"`
+	Shape  []int64 `json:"shape"`
+	DType  string  `json:"dtype"`
+	// Cost model of the synthetic source (microseconds).
+	LightCostUS   float64 `json:"light_cost_us"`
+	HeavyCostUS   float64 `json:"heavy_cost_us"`
+	HeavyEvery    int64   `json:"heavy_every"`
+	HeavyFraction float64 `json:"heavy_fraction"`
+	CostKind      string  `json:"cost_kind"` // "busy" (CPU) or "sleep" (I/O-like)
+	NumClasses    int64   `json:"num_classes"`
+	// FailIndices makes those samples fail (for tests of error reporting).
+	FailIndices []int64 `json:"fail_indices"`
+}
+
+// Default returns the defaults: batch 1, sequential, learned threshold,
+// adaptive fast lane starting at 4 workers up to the number of CPUs.
+func Default() Config {
+	return Config{
+		BatchSize:         1,
+		WorldSize:         1,
+		Workers:           4,
+		MaxWorkers:        0, // resolved to max(workers, NumCPU)
+		SlowWorkers:       0, // resolved to max(1, workers/2)
+		Adaptive:          true,
+		Alpha:             2,
+		Beta:              1,
+		Theta:             0.7,
+		ScaleIntervalMS:   250,
+		WarmupSamples:     64,
+		Quantile:          0.75,
+		FallbackQuantile:  0.90,
+		SlowFractionLimit: 0.35,
+		PrefetchBatches:   2,
+		SlowMaxAge:        2,
+		Dataset: Dataset{
+			Kind:       "synthetic",
+			Length:     1024,
+			Shape:      []int64{16},
+			DType:      "float32",
+			CostKind:   "busy",
+			NumClasses: 10,
+		},
+	}
+}
+
+// Parse reads a JSON object over Default(), rejects unknown keys (naming
+// them) and validates the result.
+func Parse(data []byte) (Config, error) {
+	c := Default()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return c, c.Validate()
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, describe(err)
+	}
+	if dec.More() {
+		return Config{}, fmt.Errorf("config: trailing data after the JSON object")
+	}
+	return c, c.Validate()
+}
+
+func describe(err error) error {
+	msg := err.Error()
+	if i := strings.Index(msg, "unknown field "); i >= 0 {
+		return fmt.Errorf("config: unknown option %s", msg[i+len("unknown field "):])
+	}
+	var te *json.UnmarshalTypeError
+	if ok := asType(err, &te); ok {
+		return fmt.Errorf("config: option %q: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+	}
+	return fmt.Errorf("config: %w", err)
+}
+
+func asType(err error, target **json.UnmarshalTypeError) bool {
+	te, ok := err.(*json.UnmarshalTypeError)
+	if ok {
+		*target = te
+	}
+	return ok
+}
+
+// Validate checks every value, resolves the zero-means-default ones, and
+// returns an error naming the first bad option.
+func (c *Config) Validate() error {
+	bad := func(key string, format string, args ...any) error {
+		return fmt.Errorf("config: option %q: %s", key, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.BatchSize < 1:
+		return bad("batch_size", "must be >= 1, got %d", c.BatchSize)
+	case c.WorldSize < 1:
+		return bad("world_size", "must be >= 1, got %d", c.WorldSize)
+	case c.Rank < 0 || c.Rank >= c.WorldSize:
+		return bad("rank", "must be in [0, world_size=%d), got %d", c.WorldSize, c.Rank)
+	case c.Workers < 1:
+		return bad("workers", "must be >= 1, got %d", c.Workers)
+	case c.MaxWorkers < 0:
+		return bad("max_workers", "must be >= 0, got %d", c.MaxWorkers)
+	case c.MaxWorkers > 0 && c.MaxWorkers < c.Workers:
+		return bad("max_workers", "must be >= workers=%d, got %d", c.Workers, c.MaxWorkers)
+	case c.SlowWorkers < 0:
+		return bad("slow_workers", "must be >= 0, got %d", c.SlowWorkers)
+	case c.ScaleIntervalMS < 1:
+		return bad("scale_interval_ms", "must be >= 1, got %d", c.ScaleIntervalMS)
+	case !finite(c.Alpha) || !finite(c.Beta):
+		return bad("alpha", "alpha and beta must be finite")
+	case !(c.Theta >= 0 && c.Theta <= 1):
+		return bad("theta", "must be in [0, 1], got %v", c.Theta)
+	case !(c.TimeoutMS >= 0) || math.IsInf(c.TimeoutMS, 0):
+		return bad("timeout_ms", "must be >= 0 (0 learns the threshold), got %v", c.TimeoutMS)
+	case c.WarmupSamples < 1:
+		return bad("warmup_samples", "must be >= 1, got %d", c.WarmupSamples)
+	case !(c.Quantile > 0 && c.Quantile < 1):
+		return bad("quantile", "must be in (0, 1), got %v", c.Quantile)
+	case !(c.FallbackQuantile >= c.Quantile && c.FallbackQuantile < 1):
+		return bad("fallback_quantile", "must be in [quantile, 1), got %v", c.FallbackQuantile)
+	case !(c.SlowFractionLimit > 0 && c.SlowFractionLimit <= 1):
+		return bad("slow_fraction_limit", "must be in (0, 1], got %v", c.SlowFractionLimit)
+	case c.PrefetchBatches < 1:
+		return bad("prefetch_batches", "must be >= 1, got %d", c.PrefetchBatches)
+	case c.MaxInflight < 0:
+		return bad("max_inflight", "must be >= 0, got %d", c.MaxInflight)
+	case c.SlowMaxAge < 0:
+		return bad("slow_max_age", "must be >= 0, got %d", c.SlowMaxAge)
+	}
+	if c.MaxWorkers == 0 {
+		c.MaxWorkers = max(c.Workers, runtime.NumCPU())
+	}
+	if !c.Adaptive {
+		c.MaxWorkers = c.Workers
+	}
+	if c.SlowWorkers == 0 {
+		c.SlowWorkers = max(1, c.Workers/2)
+	}
+	if c.MaxInflight == 0 {
+		c.MaxInflight = c.BatchSize*(c.PrefetchBatches+2) + c.MaxWorkers + c.SlowWorkers
+	}
+	if c.MaxInflight < c.BatchSize {
+		return bad("max_inflight", "must be >= batch_size=%d, got %d", c.BatchSize, c.MaxInflight)
+	}
+	return c.Dataset.validate()
+}
+
+func (d *Dataset) validate() error {
+	bad := func(key string, format string, args ...any) error {
+		return fmt.Errorf("config: option \"dataset.%s\": %s", key, fmt.Sprintf(format, args...))
+	}
+	if d.Kind != "synthetic" {
+		return bad("kind", "unknown dataset kind %q (known: \"synthetic\")", d.Kind)
+	}
+	if d.Length < 0 {
+		return bad("length", "must be >= 0, got %d", d.Length)
+	}
+	if len(d.Shape) > 7 {
+		return bad("shape", "at most 7 dimensions, got %d", len(d.Shape))
+	}
+	elems := int64(1)
+	for i, s := range d.Shape {
+		if s < 1 {
+			return bad("shape", "dimension %d must be >= 1, got %d", i, s)
+		}
+		elems *= s
+		if elems > 1<<31 {
+			return bad("shape", "a sample of more than 2^31 elements")
+		}
+	}
+	if _, ok := DTypes[d.DType]; !ok {
+		return bad("dtype", "unknown dtype %q (known: %s)", d.DType, dtypeNames())
+	}
+	switch {
+	case !(d.LightCostUS >= 0) || math.IsInf(d.LightCostUS, 0):
+		return bad("light_cost_us", "must be >= 0, got %v", d.LightCostUS)
+	case !(d.HeavyCostUS >= 0) || math.IsInf(d.HeavyCostUS, 0):
+		return bad("heavy_cost_us", "must be >= 0, got %v", d.HeavyCostUS)
+	case d.HeavyEvery < 0:
+		return bad("heavy_every", "must be >= 0 (0: none), got %d", d.HeavyEvery)
+	case !(d.HeavyFraction >= 0 && d.HeavyFraction <= 1):
+		return bad("heavy_fraction", "must be in [0, 1], got %v", d.HeavyFraction)
+	case d.CostKind != "busy" && d.CostKind != "sleep":
+		return bad("cost_kind", "must be \"busy\" or \"sleep\", got %q", d.CostKind)
+	case d.NumClasses < 1:
+		return bad("num_classes", "must be >= 1, got %d", d.NumClasses)
+	}
+	return nil
+}
+
+// DType describes an element type as DLPack does.
+type DType struct {
+	Code uint8 // DLPack kDLInt=0, kDLUInt=1, kDLFloat=2, kDLBfloat=4, kDLBool=6
+	Bits uint8
+}
+
+// Size is the element size in bytes.
+func (t DType) Size() int { return int(t.Bits) / 8 }
+
+// DTypes maps dtype names (numpy/torch spelling) to DLPack codes.
+var DTypes = map[string]DType{
+	"uint8":   {1, 8},
+	"int8":    {0, 8},
+	"int16":   {0, 16},
+	"int32":   {0, 32},
+	"int64":   {0, 64},
+	"float16": {2, 16},
+	"float32": {2, 32},
+	"float64": {2, 64},
+}
+
+func dtypeNames() string {
+	return "uint8, int8, int16, int32, int64, float16, float32, float64"
+}
+
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

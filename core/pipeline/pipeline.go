@@ -1,0 +1,80 @@
+// Package pipeline defines what the scheduler runs: a Source that loads a
+// sample by index and a chain of Steps that transform it.
+//
+// A step's randomness comes only from Ctx.Rand, which is seeded from
+// (seed, epoch, index, step number). Which worker runs a step, and whether
+// it runs on the fast or the slow lane, therefore never changes the bytes a
+// sample ends with.
+package pipeline
+
+import (
+	"errors"
+	"time"
+
+	"github.com/minatoloader/minatoloader/core/config"
+	"github.com/minatoloader/minatoloader/core/sampler"
+)
+
+// ErrTimedOut is returned by a step that noticed Ctx.Expired() and gave up
+// before changing the sample. The scheduler re-runs that step, from its
+// start, on the slow lane.
+var ErrTimedOut = errors.New("step timed out")
+
+// Sample is one sample in flight. Data holds exactly one row of the batch
+// (the source's shape and dtype).
+type Sample struct {
+	Index int64
+	Label int64
+	Data  []byte
+}
+
+// Ctx is what a step sees. It is owned by one worker and reused.
+type Ctx struct {
+	Rand     sampler.RNG
+	Index    int64
+	Epoch    int64
+	deadline time.Time
+}
+
+// Reset prepares the context for step `step` of sample `index`.
+func (c *Ctx) Reset(seed, epoch, index int64, step int, deadline time.Time) {
+	c.Rand = sampler.NewRNG(uint64(seed), uint64(epoch), uint64(index), uint64(step))
+	c.Index, c.Epoch, c.deadline = index, epoch, deadline
+}
+
+// Deadline reports when the fast lane gives up on this sample; ok is false
+// on the slow lane and during warm-up.
+func (c *Ctx) Deadline() (d time.Time, ok bool) { return c.deadline, !c.deadline.IsZero() }
+
+// Expired reports whether the fast-lane deadline has passed. A long step
+// may poll it and return ErrTimedOut, leaving the sample unchanged.
+func (c *Ctx) Expired() bool {
+	return !c.deadline.IsZero() && time.Now().After(c.deadline)
+}
+
+// Step is one transform. Fn must be safe for concurrent use on different
+// samples.
+type Step struct {
+	Name string
+	Fn   func(c *Ctx, s *Sample) error
+}
+
+// Source is a native dataset. Load fills s.Data (len == row size) and
+// s.Label for index. Steps run, in order, after Load. Safe for concurrent
+// use.
+type Source interface {
+	Len() int64
+	SampleShape() []int64
+	DType() config.DType
+	Load(c *Ctx, index int64, s *Sample) error
+	Steps() []Step
+}
+
+// RowBytes is the size of one sample of src.
+func RowBytes(src Source) int {
+	n := src.DType().Size()
+	for _, d := range src.SampleShape() {
+		n *= int(d)
+	}
+	return n
+}

@@ -1,0 +1,34 @@
+package sched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/minatoloader/minatoloader/core/batch"
+	"github.com/minatoloader/minatoloader/core/config"
+)
+
+// ErrClosed is returned by calls on a closed Loader.
+var ErrClosed = errors.New("loader closed")
+
+// ErrNoEpoch is returned by Next before any StartEpoch.
+var ErrNoEpoch = errors.New("no epoch started: call StartEpoch first")
+
+// SampleError reports a sample whose load or transform failed. The epoch
+// it belonged to is over.
+type SampleError struct {
+	Index int64  // dataset index of the sample
+	Step  string // name of the failing step ("load" for the source)
+	Err   error
+}
+
+func (e *SampleError) Error() string {
+	return fmt.Sprintf("sample %d: step %q: %v", e.Index, e.Step, e.Err)
+}
+
+func (e *SampleError) Unwrap() error { return e.Err }
+
+var _ = context.Background
+var _ batch.Allocator
+var _ config.Config

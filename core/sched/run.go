@@ -1,0 +1,508 @@
+package sched
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/minatoloader/minatoloader/core/batch"
+	"github.com/minatoloader/minatoloader/core/pipeline"
+	"github.com/minatoloader/minatoloader/core/scale"
+)
+
+// item is one sample in flight through an epoch.
+type item struct {
+	pos     int // position in the epoch's order
+	smp     pipeline.Sample
+	buf     *[]byte
+	next    int           // index of the next step to run
+	elapsed time.Duration // processing time so far (both lanes)
+	slow    bool
+	err     error
+	ready   int64 // batches built when a slow sample became ready
+}
+
+type result struct {
+	b   *batch.Batch
+	err error
+}
+
+// epochRun is one epoch's pipeline:
+//
+//	dispatch --work--> fast workers --fast--------------------> builder --out--> Next
+//	                        |                                    ^
+//	                        +--temp--> slow workers --slow-------+
+//
+// tokens bounds the samples dispatched and not yet in an emitted batch to
+// cfg.MaxInflight, so fast, temp and slow (capacity MaxInflight) never
+// block a sender; out holds at most cfg.PrefetchBatches batches.
+type epochRun struct {
+	l      *Loader
+	epoch  int64
+	order  []int64
+	total  int
+	ctx    context.Context // ends when the run is stopped
+	cancel context.CancelFunc
+	// wctx ends when the run is stopped or the builder is done; the
+	// dispatcher, workers and scaler watch it.
+	wctx    context.Context
+	wcancel context.CancelFunc
+
+	tokens chan struct{}
+	work   chan *item
+	temp   chan *item
+	fast   chan *item
+	slow   chan *item
+	out    chan result
+
+	fastWG sync.WaitGroup // fast workers; temp closes after them
+	wg     sync.WaitGroup // every goroutine of the run
+
+	errOnce sync.Once
+	err     error
+	errMu   sync.Mutex
+}
+
+func (l *Loader) newRun(epoch int64, order []int64) *epochRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	wctx, wcancel := context.WithCancel(ctx)
+	c := l.cfg.MaxInflight
+	return &epochRun{
+		l: l, epoch: epoch, order: order, total: len(order),
+		ctx: ctx, cancel: cancel, wctx: wctx, wcancel: wcancel,
+		tokens: make(chan struct{}, c),
+		work:   make(chan *item),
+		temp:   make(chan *item, c),
+		fast:   make(chan *item, c),
+		slow:   make(chan *item, c),
+		out:    make(chan result, l.cfg.PrefetchBatches),
+	}
+}
+
+func (r *epochRun) goroutine(f func()) {
+	r.wg.Add(1)
+	liveGoroutines.Add(1)
+	go func() {
+		defer func() {
+			liveGoroutines.Add(-1)
+			r.wg.Done()
+		}()
+		f()
+	}()
+}
+
+func (r *epochRun) start() {
+	l := r.l
+	r.goroutine(r.dispatch)
+	for id := 0; id < l.cfg.MaxWorkers; id++ {
+		r.fastWG.Add(1)
+		r.goroutine(func() { defer r.fastWG.Done(); r.fastWorker(id) })
+	}
+	r.goroutine(func() { r.fastWG.Wait(); close(r.temp) })
+	slowWG := &sync.WaitGroup{}
+	for i := 0; i < l.cfg.SlowWorkers; i++ {
+		slowWG.Add(1)
+		r.goroutine(func() { defer slowWG.Done(); r.slowWorker() })
+	}
+	r.goroutine(func() { slowWG.Wait(); close(r.slow) })
+	if l.cfg.InOrder {
+		r.goroutine(r.buildInOrder)
+	} else {
+		r.goroutine(r.buildAnyOrder)
+	}
+	if l.cfg.Adaptive && l.cfg.MaxWorkers > 1 {
+		r.goroutine(r.scaler)
+	}
+}
+
+// stop cancels the run, waits for its goroutines and frees what they left.
+func (r *epochRun) stop() {
+	r.cancel()
+	r.wg.Wait()
+	for {
+		select {
+		case res, ok := <-r.out:
+			if !ok {
+				return
+			}
+			res.b.Release()
+		default:
+			return
+		}
+	}
+}
+
+func (r *epochRun) fail(err error) {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	if r.err == nil {
+		r.err = err
+	}
+}
+
+func (r *epochRun) failure() error {
+	r.errMu.Lock()
+	defer r.errMu.Unlock()
+	return r.err
+}
+
+func (r *epochRun) dispatch() {
+	defer close(r.work)
+	for pos := 0; pos < r.total; pos++ {
+		select {
+		case r.tokens <- struct{}{}:
+		case <-r.wctx.Done():
+			return
+		}
+		it := &item{pos: pos}
+		select {
+		case r.work <- it:
+		case <-r.wctx.Done():
+			return
+		}
+	}
+}
+
+// fastWorker runs samples until their elapsed time passes the threshold;
+// then the sample and its next step go to the slow lane. Workers whose id
+// is at or above the fast lane's width park between samples.
+func (r *epochRun) fastWorker(id int) {
+	l := r.l
+	var ctx pipeline.Ctx
+	for {
+		for int32(id) >= l.active.Load() {
+			wake := l.wakeChan()
+			if int32(id) < l.active.Load() {
+				break
+			}
+			select {
+			case <-wake:
+			case <-r.wctx.Done():
+				return
+			}
+		}
+		var it *item
+		select {
+		case it = <-r.work:
+			if it == nil {
+				return
+			}
+		case <-r.wctx.Done():
+			return
+		}
+		it.buf = l.getBuf()
+		it.smp.Data = *it.buf
+		it.smp.Index = r.order[it.pos]
+		timeout, learned := l.est.Threshold()
+		start := time.Now()
+		var deadline time.Time
+		if learned {
+			deadline = start.Add(timeout)
+		}
+		for it.next < len(l.steps) {
+			ctx.Reset(l.cfg.Seed, r.epoch, it.smp.Index, it.next, deadline)
+			err := l.steps[it.next].Fn(&ctx, &it.smp)
+			if errors.Is(err, pipeline.ErrTimedOut) {
+				l.st.preempted.Add(1)
+				break // re-run this step from its start on the slow lane
+			}
+			if err != nil {
+				it.err = &SampleError{Index: it.smp.Index, Step: l.steps[it.next].Name, Err: err}
+				it.next = len(l.steps)
+				break
+			}
+			it.next++
+			if learned && it.next < len(l.steps) && time.Since(start) > timeout {
+				break
+			}
+		}
+		it.elapsed = time.Since(start)
+		if it.next < len(l.steps) {
+			it.slow = true
+			l.st.toSlow.Add(1)
+			r.temp <- it // never blocks: capacity MaxInflight
+			continue
+		}
+		if it.err == nil {
+			l.est.Observe(it.elapsed, false)
+			l.st.fastDone.Add(1)
+		}
+		r.fast <- it
+	}
+}
+
+// slowWorker resumes timed-out samples at their next step, without a
+// deadline.
+func (r *epochRun) slowWorker() {
+	l := r.l
+	var ctx pipeline.Ctx
+	for it := range r.temp {
+		if r.wctx.Err() != nil {
+			l.putBuf(it.buf)
+			continue
+		}
+		start := time.Now()
+		for it.next < len(l.steps) {
+			ctx.Reset(l.cfg.Seed, r.epoch, it.smp.Index, it.next, time.Time{})
+			if err := l.steps[it.next].Fn(&ctx, &it.smp); err != nil {
+				it.err = &SampleError{Index: it.smp.Index, Step: l.steps[it.next].Name, Err: err}
+				break
+			}
+			it.next++
+		}
+		it.elapsed += time.Since(start)
+		if it.err == nil {
+			l.est.Observe(it.elapsed, true)
+			l.st.slowDone.Add(1)
+		}
+		r.slow <- it // never blocks: capacity MaxInflight
+	}
+}
+
+// emit hands a finished batch to Next, giving back its tokens.
+func (r *epochRun) emit(b *batch.Batch) bool {
+	select {
+	case r.out <- result{b: b}:
+		for i := 0; i < b.N; i++ {
+			<-r.tokens
+		}
+		r.l.st.batchesBuilt.Add(1)
+		r.l.st.samplesOut.Add(int64(b.N))
+		return true
+	case <-r.ctx.Done():
+		b.Release()
+		return false
+	}
+}
+
+// failWith ends the run with a sample's error, after the batches already
+// built.
+func (r *epochRun) failWith(err error) {
+	r.fail(err)
+	r.l.st.failed.Add(1)
+	select {
+	case r.out <- result{err: err}:
+	case <-r.ctx.Done():
+	}
+}
+
+// place copies a sample into row `row` of b and recycles its buffer.
+func (r *epochRun) place(b *batch.Batch, row int, it *item) {
+	copy(b.Row(row), it.smp.Data)
+	b.Labels[row] = it.smp.Label
+	b.Indices[row] = it.smp.Index
+	if it.slow {
+		b.NumSlow++
+	}
+	r.l.putBuf(it.buf)
+	it.buf = nil
+}
+
+func (r *epochRun) newBatch(seq int64, n int) (*batch.Batch, error) {
+	b, err := batch.New(r.l.alloc, n, r.l.shape, r.l.dtype)
+	if err != nil {
+		return nil, err
+	}
+	b.Epoch, b.Seq = r.epoch, seq
+	return b, nil
+}
+
+// recycle returns the buffers of items the builder will never place.
+func (r *epochRun) recycle(items ...*item) {
+	for _, it := range items {
+		if it != nil && it.buf != nil {
+			r.l.putBuf(it.buf)
+			it.buf = nil
+		}
+	}
+}
+
+// drainAfterStop recycles buffers left in the queues once the run is over.
+func (r *epochRun) drainQueues() {
+	for {
+		select {
+		case it, ok := <-r.fast:
+			if ok {
+				r.recycle(it)
+				continue
+			}
+		case it, ok := <-r.slow:
+			if ok {
+				r.recycle(it)
+				continue
+			}
+		default:
+		}
+		return
+	}
+}
+
+// buildAnyOrder fills each batch with whatever is ready: a slow sample that
+// has waited SlowMaxAge batches first, then fast samples, then other ready
+// slow samples. It never waits on a slow sample while a fast one is ready.
+func (r *epochRun) buildAnyOrder() {
+	defer r.wcancel()
+	defer close(r.out)
+	defer r.drainQueues()
+	l := r.l
+	B := l.cfg.BatchSize
+	var ready []*item // finished slow samples, oldest first
+	defer func() { r.recycle(ready...) }()
+	slowCh := r.slow
+	placed := 0
+	for seq := int64(0); placed < r.total; seq++ {
+		n := min(B, r.total-placed)
+		b, err := r.newBatch(seq, n)
+		if err != nil {
+			r.failWith(err)
+			return
+		}
+		for row := 0; row < n; {
+			// Collect finished slow samples without blocking.
+			for more := true; more && slowCh != nil; {
+				select {
+				case it, ok := <-slowCh:
+					if !ok {
+						slowCh = nil
+						break
+					}
+					it.ready = seq
+					ready = append(ready, it)
+				default:
+					more = false
+				}
+			}
+			var it *item
+			switch {
+			case len(ready) > 0 && seq-ready[0].ready >= int64(l.cfg.SlowMaxAge):
+				it, ready = ready[0], ready[1:]
+			default:
+				select {
+				case it = <-r.fast:
+				default:
+					if len(ready) > 0 {
+						it, ready = ready[0], ready[1:]
+					}
+				}
+			}
+			if it == nil {
+				select {
+				case it = <-r.fast:
+				case s, ok := <-slowCh:
+					if !ok {
+						slowCh = nil
+						continue
+					}
+					it = s
+				case <-r.ctx.Done():
+					b.Release()
+					return
+				}
+			}
+			if it.err != nil {
+				r.recycle(it)
+				b.Release()
+				r.failWith(it.err)
+				return
+			}
+			r.place(b, row, it)
+			row++
+		}
+		placed += n
+		if !r.emit(b) {
+			return
+		}
+	}
+}
+
+// buildInOrder emits batch k with exactly the samples at positions
+// [k*B, (k+1)*B) of the order, in that order. Finished samples of later
+// batches wait in their batch's buffer; the token bound keeps those buffers
+// to at most MaxInflight/B + 1.
+func (r *epochRun) buildInOrder() {
+	defer r.wcancel()
+	defer close(r.out)
+	defer r.drainQueues()
+	l := r.l
+	B := l.cfg.BatchSize
+	nb := (r.total + B - 1) / B
+	pending := map[int]*batch.Batch{}
+	filled := map[int]int{}
+	defer func() {
+		for _, b := range pending {
+			b.Release()
+		}
+	}()
+	slowCh := r.slow
+	next := 0
+	for next < nb {
+		var it *item
+		select {
+		case it = <-r.fast:
+		case s, ok := <-slowCh:
+			if !ok {
+				slowCh = nil
+				continue
+			}
+			it = s
+		case <-r.ctx.Done():
+			return
+		}
+		if it.err != nil {
+			r.recycle(it)
+			r.failWith(it.err)
+			return
+		}
+		k := it.pos / B
+		b := pending[k]
+		if b == nil {
+			var err error
+			b, err = r.newBatch(int64(k), min(B, r.total-k*B))
+			if err != nil {
+				r.recycle(it)
+				r.failWith(err)
+				return
+			}
+			pending[k] = b
+		}
+		r.place(b, it.pos-k*B, it)
+		filled[k]++
+		for next < nb && pending[next] != nil && filled[next] == pending[next].N {
+			b := pending[next]
+			delete(pending, next)
+			delete(filled, next)
+			next++
+			if !r.emit(b) {
+				return
+			}
+		}
+	}
+}
+
+// scaler adapts the fast lane's width every ScaleIntervalMS with
+// formulas (1)-(2): queue occupancy is the batch queue's moving average.
+func (r *epochRun) scaler() {
+	l := r.l
+	p := scale.Params{Alpha: l.cfg.Alpha, Beta: l.cfg.Beta, Theta: l.cfg.Theta, Min: 1, Max: l.cfg.MaxWorkers}
+	tick := time.NewTicker(time.Duration(l.cfg.ScaleIntervalMS) * time.Millisecond)
+	defer tick.Stop()
+	var meter scale.CPUMeter
+	meter.Read()
+	q := scale.EWMA{Weight: 0.3}
+	sample := time.NewTicker(time.Duration(max(l.cfg.ScaleIntervalMS/8, 1)) * time.Millisecond)
+	defer sample.Stop()
+	for {
+		select {
+		case <-r.wctx.Done():
+			return
+		case <-sample.C:
+			q.Add(float64(len(r.out)))
+		case <-tick.C:
+			cpu := meter.Read()
+			l.st.cpuMilli.Store(int64(cpu * 1000))
+			d := scale.Delta(p, q.Add(float64(len(r.out))), float64(cap(r.out)), cpu)
+			l.setActive(scale.Next(p, int(l.active.Load()), d))
+		}
+	}
+}

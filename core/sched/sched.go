@@ -1,0 +1,237 @@
+package sched
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/minatoloader/minatoloader/core/batch"
+	"github.com/minatoloader/minatoloader/core/config"
+	"github.com/minatoloader/minatoloader/core/pipeline"
+	"github.com/minatoloader/minatoloader/core/sampler"
+	"github.com/minatoloader/minatoloader/core/synth"
+	"github.com/minatoloader/minatoloader/core/threshold"
+)
+
+// liveGoroutines counts goroutines started by every Loader in the process
+// and still running.
+var liveGoroutines atomic.Int64
+
+// LiveGoroutines reports the goroutines started by loaders that are still
+// running; 0 once every loader is closed.
+func LiveGoroutines() int64 { return liveGoroutines.Load() }
+
+// Loader runs the fast/slow lane scheduler over a Source. Its methods are
+// safe for concurrent use; one epoch runs at a time.
+type Loader struct {
+	cfg      config.Config
+	src      pipeline.Source
+	alloc    batch.Allocator
+	rowBytes int
+	shape    []int64
+	dtype    config.DType
+	steps    []pipeline.Step
+	est      *threshold.Estimator
+	pool     sync.Pool // *[]byte of rowBytes
+
+	active   atomic.Int32 // fast-lane width
+	wakeMu   sync.Mutex
+	wake     chan struct{} // closed when active grows
+	st       counters
+	lastNext atomic.Int64 // unix ns when the consumer last got a batch
+
+	mu     sync.Mutex
+	run    *epochRun
+	closed bool
+}
+
+// Open builds the configured native source and a Loader over it.
+func Open(cfg config.Config, alloc batch.Allocator) (*Loader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	src, err := synth.New(cfg.Dataset)
+	if err != nil {
+		return nil, err
+	}
+	return New(cfg, src, alloc)
+}
+
+// New returns a Loader over src. cfg must have been validated; its Dataset
+// part is ignored.
+func New(cfg config.Config, src pipeline.Source, alloc batch.Allocator) (*Loader, error) {
+	if src == nil || alloc == nil {
+		return nil, errors.New("sched: nil source or allocator")
+	}
+	l := &Loader{
+		cfg:      cfg,
+		src:      src,
+		alloc:    alloc,
+		rowBytes: pipeline.RowBytes(src),
+		shape:    src.SampleShape(),
+		dtype:    src.DType(),
+		wake:     make(chan struct{}),
+	}
+	l.steps = append([]pipeline.Step{{Name: "load", Fn: func(c *pipeline.Ctx, s *pipeline.Sample) error {
+		return src.Load(c, c.Index, s)
+	}}}, src.Steps()...)
+	l.est = threshold.New(threshold.Options{
+		Fixed:             time.Duration(cfg.TimeoutMS * float64(time.Millisecond)),
+		Warmup:            cfg.WarmupSamples,
+		Quantile:          cfg.Quantile,
+		FallbackQuantile:  cfg.FallbackQuantile,
+		SlowFractionLimit: cfg.SlowFractionLimit,
+	})
+	l.pool.New = func() any { b := make([]byte, l.rowBytes); return &b }
+	l.active.Store(int32(cfg.Workers))
+	return l, nil
+}
+
+// Len reports the batches and samples one epoch delivers.
+func (l *Loader) Len() (batches, samples int64) {
+	n := l.src.Len()
+	if w := int64(l.cfg.WorldSize); w > 1 && n > 0 {
+		n = (n + w - 1) / w
+	}
+	b := int64(l.cfg.BatchSize)
+	if l.cfg.DropLast {
+		return n / b, n / b * b
+	}
+	return (n + b - 1) / b, n
+}
+
+// StartEpoch cancels any running epoch and starts epoch in the background.
+func (l *Loader) StartEpoch(epoch int64) error {
+	if epoch < 0 {
+		return fmt.Errorf("epoch must be >= 0, got %d", epoch)
+	}
+	order, err := sampler.Indices(sampler.Options{
+		Length: l.src.Len(), Shuffle: l.cfg.Shuffle, Seed: l.cfg.Seed,
+		Rank: l.cfg.Rank, WorldSize: l.cfg.WorldSize,
+	}, epoch)
+	if err != nil {
+		return err
+	}
+	_, total := l.Len()
+	order = order[:total]
+
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	if l.run != nil {
+		l.run.stop()
+	}
+	l.run = l.newRun(epoch, order)
+	l.st.epoch.Store(epoch)
+	l.st.epochStart.Store(time.Now().UnixNano())
+	l.st.firstBatchNS.Store(-1)
+	l.lastNext.Store(0)
+	l.run.start()
+	return nil
+}
+
+// Next returns the next batch of the current epoch: io.EOF once every
+// sample was delivered, a *SampleError if a sample failed, ErrClosed after
+// Close, ErrNoEpoch before StartEpoch, or ctx's error.
+// The caller owns the batch and must Release it.
+func (l *Loader) Next(ctx context.Context) (*batch.Batch, error) {
+	l.mu.Lock()
+	run, closed := l.run, l.closed
+	l.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	if run == nil {
+		return nil, ErrNoEpoch
+	}
+	t0 := time.Now()
+	if last := l.lastNext.Load(); last > 0 {
+		l.st.consumerBusyNS.Add(t0.UnixNano() - last)
+	}
+	defer func() {
+		now := time.Now()
+		l.st.consumerWaitNS.Add(int64(now.Sub(t0)))
+		l.lastNext.Store(now.UnixNano())
+	}()
+	select {
+	case r, ok := <-run.out:
+		if !ok {
+			if err := run.failure(); err != nil {
+				return nil, err
+			}
+			if run.ctx.Err() != nil && l.isClosed() {
+				return nil, ErrClosed
+			}
+			return nil, io.EOF
+		}
+		if r.err != nil {
+			return nil, r.err
+		}
+		if l.st.firstBatchNS.Load() < 0 {
+			l.st.firstBatchNS.Store(time.Now().UnixNano() - l.st.epochStart.Load())
+		}
+		l.st.batchesOut.Add(1)
+		return r.b, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-run.ctx.Done():
+		if l.isClosed() {
+			return nil, ErrClosed
+		}
+		// Superseded by a newer epoch: its batches are not ours.
+		return nil, io.EOF
+	}
+}
+
+func (l *Loader) isClosed() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.closed
+}
+
+// Close stops every goroutine, waits for them, and frees undelivered
+// batches. Batches already returned by Next stay valid. Idempotent.
+func (l *Loader) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	run := l.run
+	l.run = nil
+	l.mu.Unlock()
+	if run != nil {
+		run.stop()
+	}
+	return nil
+}
+
+// setActive changes the fast lane's width and wakes parked workers.
+func (l *Loader) setActive(n int) {
+	old := int(l.active.Swap(int32(n)))
+	if n != old {
+		l.st.workerChanges.Add(1)
+	}
+	if n > old {
+		l.wakeMu.Lock()
+		close(l.wake)
+		l.wake = make(chan struct{})
+		l.wakeMu.Unlock()
+	}
+}
+
+func (l *Loader) wakeChan() <-chan struct{} {
+	l.wakeMu.Lock()
+	defer l.wakeMu.Unlock()
+	return l.wake
+}
+
+func (l *Loader) getBuf() *[]byte  { return l.pool.Get().(*[]byte) }
+func (l *Loader) putBuf(b *[]byte) { l.pool.Put(b) }

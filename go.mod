@@ -1,0 +1,3 @@
+module github.com/minatoloader/minatoloader
+
+go 1.26

@@ -1,0 +1,233 @@
+/*
+ * minatoloader.h -- the C ABI of libminatoloader.so.
+ *
+ * This header is the contract. The library is built from Go
+ * (go build -buildmode=c-shared) but no Go type appears here.
+ *
+ * Conventions
+ *   - Every function starts with ml_ and returns an int status (ml_status);
+ *     results come back through out-parameters.
+ *   - On a negative status, ml_last_error() copies a message that names the
+ *     argument or the sample at fault. The message is per calling thread.
+ *   - Handles are opaque 64-bit integers; 0 is never a valid handle.
+ *     Destroying functions (ml_loader_close, ml_batch_release) are idempotent:
+ *     closing 0 or an already closed handle returns ML_OK.
+ *   - Every export has a panic barrier: a bug inside the library returns
+ *     ML_ERR_INTERNAL, it never aborts the host process.
+ *   - After fork(), a child process gets ML_ERR_FORKED from every call
+ *     (the Go runtime does not survive fork); only the parent may use the
+ *     library. Start workers with spawn/forkserver, or fork before first use.
+ *   - Thread safety: every function may be called from any thread. Calls on
+ *     one loader are serialized internally.
+ */
+#ifndef MINATOLOADER_H
+#define MINATOLOADER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped on every incompatible change of this header. */
+#define ML_ABI_VERSION 1
+
+/* ---------------------------------------------------------------- DLPack
+ * The subset of dlpack.h (v1.1) that the library produces. If the real
+ * dlpack.h is included first, its identical definitions are used. */
+#ifndef DLPACK_MAJOR_VERSION
+#define DLPACK_MAJOR_VERSION 1
+#define DLPACK_MINOR_VERSION 1
+typedef enum {
+  kDLCPU = 1,
+  kDLCUDA = 2,
+  kDLCUDAHost = 3
+} DLDeviceType;
+typedef struct {
+  DLDeviceType device_type;
+  int32_t device_id;
+} DLDevice;
+typedef enum {
+  kDLInt = 0,
+  kDLUInt = 1,
+  kDLFloat = 2,
+  kDLBfloat = 4,
+  kDLBool = 6
+} DLDataTypeCode;
+typedef struct {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} DLDataType;
+typedef struct {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides; /* NULL: compact row-major */
+  uint64_t byte_offset;
+} DLTensor;
+typedef struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensor* self);
+} DLManagedTensor;
+typedef struct {
+  uint32_t major;
+  uint32_t minor;
+} DLPackVersion;
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+typedef struct DLManagedTensorVersioned {
+  DLPackVersion version;
+  void* manager_ctx;
+  void (*deleter)(struct DLManagedTensorVersioned* self);
+  uint64_t flags;
+  DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#endif /* DLPACK_MAJOR_VERSION */
+
+/* ---------------------------------------------------------------- status */
+typedef enum {
+  ML_OK = 0,
+  ML_END_OF_EPOCH = 1,          /* ml_loader_next: the epoch is complete */
+  ML_TIMEOUT = 2,               /* ml_loader_next: no batch within timeout_ms */
+  ML_ERR_INVALID_ARGUMENT = -1, /* bad argument or option; message names it */
+  ML_ERR_INVALID_HANDLE = -2,   /* unknown handle, or wrong kind of handle */
+  ML_ERR_SAMPLE = -3,           /* a sample failed; message names its index */
+  ML_ERR_CLOSED = -4,           /* the loader was closed */
+  ML_ERR_FORKED = -5,           /* called in a child after fork() */
+  ML_ERR_NO_MEMORY = -6,        /* a buffer could not be allocated */
+  ML_ERR_INTERNAL = -7,         /* a bug in the library (recovered panic) */
+  ML_ERR_STATE = -8             /* call not valid in the current state */
+} ml_status;
+
+typedef uint64_t ml_loader_t; /* 0 is invalid */
+typedef uint64_t ml_batch_t;  /* 0 is invalid */
+
+/* Fields of a batch that can be exported as DLPack. */
+typedef enum {
+  ML_FIELD_DATA = 0,    /* [n, *sample_shape], the configured dtype */
+  ML_FIELD_LABELS = 1,  /* [n] int64 */
+  ML_FIELD_INDICES = 2  /* [n] int64, the dataset index of each sample */
+} ml_field;
+
+#define ML_MAX_NDIM 8
+
+/* What ml_batch_info() reports. Pointers stay valid until the batch is
+ * released with ml_batch_release(); a DLPack export keeps the memory alive
+ * past that (see ml_batch_export). */
+typedef struct {
+  int64_t epoch;
+  int64_t seq;           /* 0-based position of the batch in its epoch */
+  int64_t num_samples;   /* rows in this batch (the last one may be short) */
+  int64_t num_slow;      /* rows that went through the slow lane */
+  int32_t ndim;          /* of data, including the batch dimension */
+  int64_t shape[ML_MAX_NDIM];
+  DLDataType dtype;
+  DLDevice device;       /* kDLCPU today; kDLCUDA once the GPU path lands */
+  void* data;            /* 256-byte aligned, contiguous row-major */
+  uint64_t data_bytes;
+  int64_t* labels;       /* num_samples entries */
+  int64_t* indices;      /* num_samples entries */
+} ml_batch_info_t;
+
+/* Library-wide counters; a clean shutdown brings every live_* to 0. */
+typedef struct {
+  int64_t live_loaders;      /* loader handles not yet closed */
+  int64_t live_batches;      /* batch handles not yet released */
+  int64_t live_buffers;      /* batch memory blocks not yet freed
+                                (held by batch handles or DLPack tensors) */
+  int64_t live_buffer_bytes;
+  int64_t live_goroutines;   /* goroutines started by loaders and running */
+  int64_t total_buffers;     /* blocks ever allocated */
+} ml_counters_t;
+
+/* ---------------------------------------------------------------- calls */
+
+/* ML_ABI_VERSION of the built library. Never fails. */
+int ml_abi_version(void);
+
+/* Copies this thread's last error message into buf (always NUL-terminated
+ * when len > 0, truncated if needed) and stores the full length, without the
+ * NUL, in *needed when needed is not NULL. Returns ML_OK; the message is ""
+ * when the last call on this thread succeeded.
+ * OWNERSHIP: buf is the caller's. */
+int ml_last_error(char* buf, size_t len, size_t* needed);
+
+/* Creates a loader from a JSON object of options (see README "Options").
+ * Unknown keys and out-of-range values fail with ML_ERR_INVALID_ARGUMENT and
+ * a message naming the key.
+ * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT, ML_ERR_FORKED, ML_ERR_INTERNAL.
+ * OWNERSHIP: config_json is the caller's and is not kept; *out belongs to the
+ * caller, who must ml_loader_close() it. */
+int ml_loader_create(const char* config_json, ml_loader_t* out);
+
+/* Number of batches and of samples one epoch delivers (after rank slicing
+ * and drop_last). Returns: ML_OK, ML_ERR_INVALID_HANDLE. */
+int ml_loader_len(ml_loader_t loader, int64_t* batches, int64_t* samples);
+
+/* Starts epoch `epoch` (>= 0): samples are ordered by (seed, epoch) and
+ * work begins at once in the background. An epoch still running is
+ * cancelled first; its undelivered batches are dropped.
+ * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT, ML_ERR_INVALID_HANDLE,
+ * ML_ERR_CLOSED. */
+int ml_loader_start_epoch(ml_loader_t loader, int64_t epoch);
+
+/* Waits for the next batch of the current epoch. timeout_ms < 0 waits
+ * without limit (the wait can still be ended by ml_loader_close from another
+ * thread, which makes it return ML_ERR_CLOSED).
+ * Returns: ML_OK (*out is a new batch handle), ML_END_OF_EPOCH (every
+ * sample was delivered), ML_TIMEOUT, ML_ERR_SAMPLE (the message names the
+ * sample; the epoch is over), ML_ERR_STATE (no epoch started),
+ * ML_ERR_INVALID_HANDLE, ML_ERR_CLOSED, ML_ERR_NO_MEMORY.
+ * OWNERSHIP: *out belongs to the caller: release it with ml_batch_release. */
+int ml_loader_next(ml_loader_t loader, int64_t timeout_ms, ml_batch_t* out);
+
+/* Copies a JSON object of the loader's stats (samples, fast/slow counts,
+ * threshold, workers, queue depths, consumer wait) into buf, with the same
+ * truncation rules as ml_last_error. Returns: ML_OK, ML_ERR_INVALID_HANDLE.
+ * OWNERSHIP: buf is the caller's. */
+int ml_loader_stats(ml_loader_t loader, char* buf, size_t len, size_t* needed);
+
+/* Stops every goroutine of the loader and waits for them; pending batches
+ * are freed. Batches already handed out stay valid until released.
+ * Idempotent. Returns: ML_OK, ML_ERR_INVALID_HANDLE (a batch handle). */
+int ml_loader_close(ml_loader_t loader);
+
+/* Fills *out. Returns: ML_OK, ML_ERR_INVALID_HANDLE. */
+int ml_batch_info(ml_batch_t batch, ml_batch_info_t* out);
+
+/* Exports one field of a batch as a DLPack managed tensor.
+ * versioned != 0 gives a DLManagedTensorVersioned*, else a DLManagedTensor*.
+ * stream is the consumer's stream for device batches (DLPack __dlpack__
+ * semantics); it must be -1 or 0 for CPU batches.
+ * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT, ML_ERR_INVALID_HANDLE,
+ * ML_ERR_NO_MEMORY.
+ * OWNERSHIP: the caller owns *out and must call its deleter exactly once
+ * (a DLPack consumer does). The tensor keeps the batch memory alive on its
+ * own: the batch handle may be released before or after. */
+int ml_batch_export(ml_batch_t batch, int field, int versioned, int64_t stream,
+                    void** out);
+
+/* Releases a batch handle. The memory is freed once every DLPack tensor
+ * exported from it has been deleted as well. Idempotent. */
+int ml_batch_release(ml_batch_t batch);
+
+/* A PyCapsule destructor, for Python bindings that wrap ml_batch_export's
+ * result in a capsule named "dltensor" or "dltensor_versioned". When the
+ * capsule was never consumed (its name is unchanged) it calls the tensor's
+ * deleter; a consumed capsule ("used_dltensor...") is left alone. Python's
+ * C API is looked up at run time; the library does not link libpython. */
+void ml_dlpack_capsule_destructor(void* capsule);
+
+/* Fills *out with the library-wide counters. Returns: ML_OK. */
+int ml_counters(ml_counters_t* out);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* MINATOLOADER_H */
