@@ -1,0 +1,72 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestParseNamesBadOption(t *testing.T) {
+	tests := []struct {
+		js      string
+		wantKey string
+	}{
+		{`{"batch_size": 0}`, `"batch_size"`},
+		{`{"workers": -1}`, `"workers"`},
+		{`{"timeout_ms": -1}`, `"timeout_ms"`},
+		{`{"no_such_option": 1}`, `"no_such_option"`},
+		{`{"dataset": {"bogus": 1}}`, `"bogus"`},
+		{`{"batch_size": "x"}`, `"batch_size"`},
+		{`{"quantile": 1.5}`, `"quantile"`},
+		{`{"rank": 2, "world_size": 2}`, `"rank"`},
+		{`{"dataset": {"dtype": "complex64"}}`, `"dataset.dtype"`},
+		{`{"dataset": {"shape": [0]}}`, `"dataset.shape"`},
+		{`{"dataset": {"cost_kind": "gpu"}}`, `"dataset.cost_kind"`},
+		{`{"max_workers": 1, "workers": 2}`, `"max_workers"`},
+		{`{"max_inflight": 1, "batch_size": 4}`, `"max_inflight"`},
+		{`{} {}`, `trailing`},
+		{`[1]`, `config`},
+	}
+	for _, tt := range tests {
+		_, err := Parse([]byte(tt.js))
+		if err == nil {
+			t.Errorf("%s: no error", tt.js)
+			continue
+		}
+		if !strings.Contains(err.Error(), tt.wantKey) {
+			t.Errorf("%s: error %q does not name %s", tt.js, err, tt.wantKey)
+		}
+	}
+}
+
+func TestDefaultsResolve(t *testing.T) {
+	c, err := Parse([]byte(`{"workers": 6, "adaptive": false, "batch_size": 10}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxWorkers != 6 {
+		t.Errorf("max_workers %d, want 6 (not adaptive)", c.MaxWorkers)
+	}
+	if c.SlowWorkers != 3 {
+		t.Errorf("slow_workers %d, want workers/2 = 3", c.SlowWorkers)
+	}
+	if want := 10*(2+2) + 6 + 3; c.MaxInflight != want {
+		t.Errorf("max_inflight %d, want %d", c.MaxInflight, want)
+	}
+	if _, err := Parse(nil); err != nil {
+		t.Errorf("empty config: %v", err)
+	}
+}
+
+func ExampleParse() {
+	c, err := Parse([]byte(`{"batch_size": 32, "shuffle": true, "dataset": {"length": 1000, "shape": [3, 8]}}`))
+	if err != nil {
+		panic(err)
+	}
+	_, err = Parse([]byte(`{"batch_sise": 32}`))
+	fmt.Println(c.BatchSize, c.Dataset.Shape)
+	fmt.Println(err)
+	// Output:
+	// 32 [3 8]
+	// config: unknown option "batch_sise"
+}
