@@ -70,3 +70,20 @@ func ExampleParse() {
 	// 32 [3 8]
 	// config: unknown option "batch_sise"
 }
+
+// FuzzParse checks that no input panics and that every accepted config is
+// valid.
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(`{"batch_size": 4, "dataset": {"length": 3, "shape": [2, 2]}}`))
+	f.Add([]byte(`{"timeout_ms": 1e308, "quantile": 0.5}`))
+	f.Add([]byte(`{"dataset": {"shape": [2147483647, 2]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			return
+		}
+		if c.BatchSize < 1 || c.Workers < 1 || c.MaxInflight < c.BatchSize {
+			t.Fatalf("accepted an invalid config: %+v", c)
+		}
+	})
+}

@@ -1,0 +1,57 @@
+# minatoloader: `make demo`, `make test`, `make bench`.
+#
+# Python work happens in .venv (created on first use). The Go library is
+# built by `pip install ./python` for the package, and into build/ for the
+# C test and the C++ example.
+
+GO      ?= go
+CC      ?= gcc
+CXX     ?= g++
+PYTHON  ?= python3
+VENV    ?= .venv
+PY      := $(VENV)/bin/python
+STAMP   := $(VENV)/.deps-stamp
+PKG_STAMP := $(VENV)/.pkg-stamp
+GO_SRC  := $(shell find core capi -name '*.go' -o -name '*.c' -o -name '*.h' 2>/dev/null) go.mod include/minatoloader.h
+PY_SRC  := $(shell find python -name '*.py' -o -name '*.toml' 2>/dev/null)
+
+.PHONY: all venv install demo test gotest ctest pytest bench fuzz clean
+
+all: lib
+
+include mk/capi.mk
+
+$(STAMP): requirements-dev.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt
+	touch $@
+
+venv: $(STAMP)
+
+# Reinstall the package whenever a Go or Python source changed.
+$(PKG_STAMP): $(STAMP) $(GO_SRC) $(PY_SRC)
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps --force-reinstall ./python
+	touch $@
+
+install: $(PKG_STAMP)
+
+demo: install
+	$(PY) examples/demo.py
+
+test: gotest ctest pytest
+
+gotest:
+	$(GO) vet ./...
+	test -z "$$(gofmt -l core capi)" || (gofmt -l core capi; echo "gofmt needed"; exit 1)
+	$(GO) test -race -count=1 ./...
+
+pytest: install
+	cd tests/python && ../../$(PY) -m pytest -q -p no:cacheprovider .
+
+bench: install
+	$(GO) test -run XXX -bench . -benchtime 200000x ./core/sched/
+	$(PY) bench/overhead.py
+	$(PY) bench/speech.py
+
+clean:
+	rm -rf build $(VENV)
