@@ -9,14 +9,21 @@
  *     results come back through out-parameters.
  *   - On a negative status, ml_last_error() copies a message that names the
  *     argument or the sample at fault. The message is per calling thread.
- *   - Handles are opaque 64-bit integers; 0 is never a valid handle.
- *     Destroying functions (ml_loader_close, ml_batch_release) are idempotent:
- *     closing 0 or an already closed handle returns ML_OK.
+ *   - Handles are opaque 64-bit integers; 0 is never a valid handle and no
+ *     handle is ever reused. Destroying functions (ml_loader_close,
+ *     ml_batch_release) are idempotent: closing 0 or an already closed handle
+ *     returns ML_OK; a handle of the other kind gives ML_ERR_INVALID_HANDLE.
+ *     Other calls on a closed loader return ML_ERR_CLOSED; on a released
+ *     batch, ML_ERR_INVALID_HANDLE.
+ *   - A NULL out-parameter gives ML_ERR_INVALID_ARGUMENT naming it, unless
+ *     the function says it may be NULL.
  *   - Every export has a panic barrier: a bug inside the library returns
  *     ML_ERR_INTERNAL, it never aborts the host process.
  *   - After fork(), a child process gets ML_ERR_FORKED from every call
  *     (the Go runtime does not survive fork); only the parent may use the
  *     library. Start workers with spawn/forkserver, or fork before first use.
+ *     Plain C stays usable in a child: ml_abi_version, ml_last_error,
+ *     ml_dlpack_capsule_destructor and the deleters of exported tensors.
  *   - Thread safety: every function may be called from any thread. Calls on
  *     one loader are serialized internally.
  */
@@ -159,14 +166,16 @@ int ml_last_error(char* buf, size_t len, size_t* needed);
 
 /* Creates a loader from a JSON object of options (see README "Options").
  * Unknown keys and out-of-range values fail with ML_ERR_INVALID_ARGUMENT and
- * a message naming the key.
- * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT, ML_ERR_FORKED, ML_ERR_INTERNAL.
+ * a message naming the key. "{}" (or "") gives the defaults.
+ * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT, ML_ERR_NO_MEMORY, ML_ERR_FORKED,
+ * ML_ERR_INTERNAL.
  * OWNERSHIP: config_json is the caller's and is not kept; *out belongs to the
  * caller, who must ml_loader_close() it. */
 int ml_loader_create(const char* config_json, ml_loader_t* out);
 
 /* Number of batches and of samples one epoch delivers (after rank slicing
- * and drop_last). Returns: ML_OK, ML_ERR_INVALID_HANDLE. */
+ * and drop_last). batches or samples may be NULL.
+ * Returns: ML_OK, ML_ERR_INVALID_HANDLE, ML_ERR_CLOSED. */
 int ml_loader_len(ml_loader_t loader, int64_t* batches, int64_t* samples);
 
 /* Starts epoch `epoch` (>= 0): samples are ordered by (seed, epoch) and
@@ -178,42 +187,51 @@ int ml_loader_start_epoch(ml_loader_t loader, int64_t epoch);
 
 /* Waits for the next batch of the current epoch. timeout_ms < 0 waits
  * without limit (the wait can still be ended by ml_loader_close from another
- * thread, which makes it return ML_ERR_CLOSED).
+ * thread, which makes it return ML_ERR_CLOSED). timeout_ms = 0 polls: a
+ * batch that is ready is always returned.
  * Returns: ML_OK (*out is a new batch handle), ML_END_OF_EPOCH (every
- * sample was delivered), ML_TIMEOUT, ML_ERR_SAMPLE (the message names the
- * sample; the epoch is over), ML_ERR_STATE (no epoch started),
- * ML_ERR_INVALID_HANDLE, ML_ERR_CLOSED, ML_ERR_NO_MEMORY.
+ * sample was delivered; 0 in *out), ML_TIMEOUT, ML_ERR_SAMPLE (the message
+ * names the sample; the epoch is over), ML_ERR_STATE (no epoch started),
+ * ML_ERR_INVALID_ARGUMENT (out is NULL), ML_ERR_INVALID_HANDLE,
+ * ML_ERR_CLOSED, ML_ERR_NO_MEMORY.
  * OWNERSHIP: *out belongs to the caller: release it with ml_batch_release. */
 int ml_loader_next(ml_loader_t loader, int64_t timeout_ms, ml_batch_t* out);
 
 /* Copies a JSON object of the loader's stats (samples, fast/slow counts,
  * threshold, workers, queue depths, consumer wait) into buf, with the same
- * truncation rules as ml_last_error. Returns: ML_OK, ML_ERR_INVALID_HANDLE.
+ * truncation rules as ml_last_error (buf may be NULL when len is 0, to ask
+ * for *needed). Returns: ML_OK, ML_ERR_INVALID_HANDLE, ML_ERR_CLOSED.
  * OWNERSHIP: buf is the caller's. */
 int ml_loader_stats(ml_loader_t loader, char* buf, size_t len, size_t* needed);
 
 /* Stops every goroutine of the loader and waits for them; pending batches
- * are freed. Batches already handed out stay valid until released.
+ * are freed. Batches already handed out stay valid until released. A
+ * concurrent ml_loader_next returns ML_ERR_CLOSED.
  * Idempotent. Returns: ML_OK, ML_ERR_INVALID_HANDLE (a batch handle). */
 int ml_loader_close(ml_loader_t loader);
 
-/* Fills *out. Returns: ML_OK, ML_ERR_INVALID_HANDLE. */
+/* Fills *out. Returns: ML_OK, ML_ERR_INVALID_ARGUMENT (out is NULL),
+ * ML_ERR_INVALID_HANDLE. */
 int ml_batch_info(ml_batch_t batch, ml_batch_info_t* out);
 
 /* Exports one field of a batch as a DLPack managed tensor.
  * versioned != 0 gives a DLManagedTensorVersioned*, else a DLManagedTensor*.
  * stream is the consumer's stream for device batches (DLPack __dlpack__
  * semantics); it must be -1 or 0 for CPU batches.
- * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT, ML_ERR_INVALID_HANDLE,
- * ML_ERR_NO_MEMORY.
+ * The tensor is C-contiguous (strides NULL) on {kDLCPU, 0}; labels and
+ * indices are [n] int64. A versioned tensor has version {1, 1}, flags 0.
+ * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT (field, stream, or out NULL),
+ * ML_ERR_INVALID_HANDLE, ML_ERR_NO_MEMORY.
  * OWNERSHIP: the caller owns *out and must call its deleter exactly once
  * (a DLPack consumer does). The tensor keeps the batch memory alive on its
- * own: the batch handle may be released before or after. */
+ * own: the batch handle may be released before or after. The deleter is
+ * plain C: it may run on any thread, without Python's GIL. */
 int ml_batch_export(ml_batch_t batch, int field, int versioned, int64_t stream,
                     void** out);
 
 /* Releases a batch handle. The memory is freed once every DLPack tensor
- * exported from it has been deleted as well. Idempotent. */
+ * exported from it has been deleted as well. Idempotent.
+ * Returns: ML_OK, ML_ERR_INVALID_HANDLE (a loader handle). */
 int ml_batch_release(ml_batch_t batch);
 
 /* A PyCapsule destructor, for Python bindings that wrap ml_batch_export's
@@ -223,7 +241,8 @@ int ml_batch_release(ml_batch_t batch);
  * C API is looked up at run time; the library does not link libpython. */
 void ml_dlpack_capsule_destructor(void* capsule);
 
-/* Fills *out with the library-wide counters. Returns: ML_OK. */
+/* Fills *out with the library-wide counters.
+ * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT (out is NULL). */
 int ml_counters(ml_counters_t* out);
 
 #ifdef __cplusplus

@@ -49,6 +49,9 @@ type Config struct {
 	Quantile          float64 `json:"quantile"`
 	FallbackQuantile  float64 `json:"fallback_quantile"`
 	SlowFractionLimit float64 `json:"slow_fraction_limit"`
+	// MinTimeoutMS floors a learned threshold (moving a sample between
+	// lanes costs about a microsecond; below this it saves nothing).
+	MinTimeoutMS float64 `json:"min_timeout_ms"`
 
 	// Bounds. PrefetchBatches built batches wait for the consumer; at most
 	// MaxInflight samples are dispatched and not yet placed in a batch
@@ -98,6 +101,7 @@ func Default() Config {
 		Quantile:          0.75,
 		FallbackQuantile:  0.90,
 		SlowFractionLimit: 0.35,
+		MinTimeoutMS:      0.1,
 		PrefetchBatches:   2,
 		SlowMaxAge:        2,
 		Dataset: Dataset{
@@ -178,6 +182,8 @@ func (c *Config) Validate() error {
 		return bad("theta", "must be in [0, 1], got %v", c.Theta)
 	case !(c.TimeoutMS >= 0) || math.IsInf(c.TimeoutMS, 0):
 		return bad("timeout_ms", "must be >= 0 (0 learns the threshold), got %v", c.TimeoutMS)
+	case !(c.MinTimeoutMS >= 0) || math.IsInf(c.MinTimeoutMS, 0):
+		return bad("min_timeout_ms", "must be >= 0, got %v", c.MinTimeoutMS)
 	case c.WarmupSamples < 1:
 		return bad("warmup_samples", "must be >= 1, got %d", c.WarmupSamples)
 	case !(c.Quantile > 0 && c.Quantile < 1):

@@ -85,6 +85,7 @@ func New(cfg config.Config, src pipeline.Source, alloc batch.Allocator) (*Loader
 		Quantile:          cfg.Quantile,
 		FallbackQuantile:  cfg.FallbackQuantile,
 		SlowFractionLimit: cfg.SlowFractionLimit,
+		Min:               time.Duration(cfg.MinTimeoutMS * float64(time.Millisecond)),
 	})
 	l.pool.New = func() any { b := make([]byte, l.rowBytes); return &b }
 	l.active.Store(int32(cfg.Workers))
@@ -159,34 +160,44 @@ func (l *Loader) Next(ctx context.Context) (*batch.Batch, error) {
 		l.st.consumerWaitNS.Add(int64(now.Sub(t0)))
 		l.lastNext.Store(now.UnixNano())
 	}()
+	var (
+		r  result
+		ok bool
+	)
+	// A ready batch wins over an expired ctx: take it without blocking
+	// first, so a zero timeout is a reliable poll.
 	select {
-	case r, ok := <-run.out:
-		if !ok {
-			if err := run.failure(); err != nil {
-				return nil, err
-			}
-			if run.ctx.Err() != nil && l.isClosed() {
+	case r, ok = <-run.out:
+	default:
+		select {
+		case r, ok = <-run.out:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-run.ctx.Done():
+			if l.isClosed() {
 				return nil, ErrClosed
 			}
+			// Superseded by a newer epoch: its batches are not ours.
 			return nil, io.EOF
 		}
-		if r.err != nil {
-			return nil, r.err
+	}
+	if !ok {
+		if err := run.failure(); err != nil {
+			return nil, err
 		}
-		if l.st.firstBatchNS.Load() < 0 {
-			l.st.firstBatchNS.Store(time.Now().UnixNano() - l.st.epochStart.Load())
-		}
-		l.st.batchesOut.Add(1)
-		return r.b, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-run.ctx.Done():
-		if l.isClosed() {
+		if run.ctx.Err() != nil && l.isClosed() {
 			return nil, ErrClosed
 		}
-		// Superseded by a newer epoch: its batches are not ours.
 		return nil, io.EOF
 	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if l.st.firstBatchNS.Load() < 0 {
+		l.st.firstBatchNS.Store(time.Now().UnixNano() - l.st.epochStart.Load())
+	}
+	l.st.batchesOut.Add(1)
+	return r.b, nil
 }
 
 func (l *Loader) isClosed() bool {

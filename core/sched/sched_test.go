@@ -304,41 +304,51 @@ func TestSlowSampleDoesNotBlockBatches(t *testing.T) {
 }
 
 // TestSlowSampleCannotStarve checks that a finished slow sample is placed
-// within SlowMaxAge batches even when fast samples are always ready.
+// within slow_max_age batches of becoming ready, even though fast samples
+// are always ready. Order, not time: the slow lane records how many batches
+// had been built when the sample finished.
 func TestSlowSampleCannotStarve(t *testing.T) {
-	// Every 10th sample is slow-laned; fast samples are instant, so the fast
-	// queue is never empty while the epoch runs.
+	const maxAge = 1
+	var l *Loader
+	var mu sync.Mutex
+	builtWhenReady := map[int64]int64{}
 	src := &testSource{n: 400, shape: []int64{1}, hook: func(c *pipeline.Ctx, s *pipeline.Sample) error {
-		if s.Index%10 == 0 {
-			if _, fast := c.Deadline(); fast {
-				return pipeline.ErrTimedOut
-			}
+		if s.Index%10 != 0 {
+			return nil
 		}
+		if _, fast := c.Deadline(); fast {
+			return pipeline.ErrTimedOut
+		}
+		mu.Lock()
+		builtWhenReady[s.Index] = l.st.batchesBuilt.Load()
+		mu.Unlock()
 		return nil
 	}}
-	cfg := cfgFor(t, `{"batch_size": 8, "workers": 2, "adaptive": false, "timeout_ms": 1000, "slow_max_age": 1, "max_inflight": 64}`)
-	cfg.InOrder = false
+	cfg := cfgFor(t, `{"batch_size": 8, "workers": 2, "adaptive": false, "timeout_ms": 1000, "slow_max_age": 1, "max_inflight": 64, "in_order": false}`)
 	var alloc batch.GoAllocator
-	l, _ := New(cfg, src, &alloc)
+	l, _ = New(cfg, src, &alloc)
 	defer l.Close()
 	got, bs := drain(t, l, 0)
 	releaseAll(bs)
-	var flat []int64
-	for _, b := range got {
-		flat = append(flat, b...)
+	seqOf := map[int64]int64{}
+	n := 0
+	for seq, b := range got {
+		for _, i := range b {
+			seqOf[i] = int64(seq)
+			n++
+		}
 	}
-	if len(flat) != 400 {
-		t.Fatalf("%d samples, want 400", len(flat))
+	if n != 400 || len(seqOf) != 400 {
+		t.Fatalf("%d samples (%d distinct), want 400", n, len(seqOf))
 	}
-	// A slow sample is dispatched at position p; with at most 64 in flight
-	// it cannot be placed later than p + 64 + 2 batches of 8.
-	pos := map[int64]int{}
-	for p, i := range flat {
-		pos[i] = p
+	if len(builtWhenReady) != 40 {
+		t.Fatalf("%d samples took the slow lane, want 40", len(builtWhenReady))
 	}
-	for i := int64(0); i < 400; i += 10 {
-		if late := pos[i] - int(i); late > 64+2*8 {
-			t.Errorf("slow sample %d placed %d positions after its dispatch", i, late)
+	// Ready while batch r+1 at the latest was being built (r = batches built
+	// then); aged after maxAge more batches.
+	for i, r := range builtWhenReady {
+		if seqOf[i] > r+1+maxAge {
+			t.Errorf("slow sample %d ready after %d batches, placed in batch %d (bound %d)", i, r, seqOf[i], r+1+maxAge)
 		}
 	}
 }
@@ -446,6 +456,35 @@ func TestNextBeforeEpochAndTimeout(t *testing.T) {
 	defer cancel()
 	if _, err := l.Next(ctx); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v, want DeadlineExceeded", err)
+	}
+}
+
+// TestPollReturnsReadyBatch: an expired context still gets a batch that is
+// ready (a zero timeout is a reliable poll).
+func TestPollReturnsReadyBatch(t *testing.T) {
+	cfg := cfgFor(t, `{"batch_size": 2, "workers": 1, "prefetch_batches": 8, "dataset": {"length": 16}}`)
+	var alloc batch.GoAllocator
+	l, _ := Open(cfg, &alloc)
+	defer l.Close()
+	l.StartEpoch(0)
+	b, err := l.Next(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Release()
+	// Wait until the rest of the epoch is built, by order not by time:
+	// Stats reports the batch queue's depth.
+	for l.Stats().QueueBatches < 7 {
+		time.Sleep(time.Millisecond)
+	}
+	expired, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := 0; i < 7; i++ {
+		b, err := l.Next(expired)
+		if err != nil {
+			t.Fatalf("poll %d with a ready batch: %v", i, err)
+		}
+		b.Release()
 	}
 }
 

@@ -31,6 +31,9 @@ type Options struct {
 	Quantile          float64       // e.g. 0.75
 	FallbackQuantile  float64       // e.g. 0.90
 	SlowFractionLimit float64       // e.g. 0.35
+	// Floor of a learned threshold: below it, moving a sample to the slow
+	// lane costs more than it saves.
+	Min time.Duration
 }
 
 // Estimator is safe for concurrent use.
@@ -121,7 +124,7 @@ func (e *Estimator) Observe(total time.Duration, wentSlow bool) {
 		if e.fallback {
 			q = e.o.FallbackQuantile
 		}
-		e.current.Store(int64(e.quantileLocked(q)))
+		e.current.Store(int64(max(e.quantileLocked(q), e.o.Min)))
 	}
 }
 

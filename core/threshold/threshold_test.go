@@ -89,3 +89,13 @@ func BenchmarkObserve(b *testing.B) {
 		e.Observe(time.Duration(i%1000)*time.Microsecond, i%4 == 0)
 	}
 }
+
+func TestLearnedThresholdHasAFloor(t *testing.T) {
+	e := New(Options{Warmup: 10, Quantile: 0.75, FallbackQuantile: 0.9, SlowFractionLimit: 0.35, Min: 100 * time.Microsecond})
+	for i := 0; i < 100; i++ {
+		e.Observe(2*time.Microsecond, false)
+	}
+	if got, _ := e.Threshold(); got != 100*time.Microsecond {
+		t.Fatalf("got %v, want the 100µs floor", got)
+	}
+}

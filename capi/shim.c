@@ -1,0 +1,156 @@
+/*
+ * shim.c -- the public ml_* entry points of libminatoloader.so.
+ *
+ * Each one is a thin C wrapper that
+ *   1. returns ML_ERR_FORKED, without entering Go, in a child process forked
+ *      from the process that loaded the library (the Go runtime does not
+ *      survive fork; entering it there hangs);
+ *   2. clears this thread's last error message;
+ *   3. calls the internal Go export mlgo_* (declared in _cgo_export.h, never
+ *      in the public header), which sets the message on failure through
+ *      mlc_set_error on this same thread.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "_cgo_export.h"
+#include "shim.h"
+
+/* ------------------------------------------------------------ fork guard */
+
+static pid_t load_pid;
+static int forked;
+
+static void on_fork_child(void) { __atomic_store_n(&forked, 1, __ATOMIC_RELAXED); }
+
+/* ------------------------------------------------------------ last error
+ * One heap buffer per thread, grown as needed and freed at thread exit by
+ * the key's destructor. */
+
+static pthread_key_t err_key;
+static int err_key_ok;
+static __thread char* err_msg;
+static __thread size_t err_len;
+static __thread size_t err_cap;
+
+static void free_err(void* p) { free(p); }
+
+__attribute__((constructor)) static void mlc_init(void) {
+  load_pid = getpid();
+  pthread_atfork(NULL, NULL, on_fork_child);
+  err_key_ok = pthread_key_create(&err_key, free_err) == 0;
+}
+
+void mlc_set_error(const char* msg, size_t n) {
+  if (n + 1 > err_cap) {
+    size_t cap = n + 1 < 256 ? 256 : n + 1;
+    char* p = realloc(err_msg, cap);
+    if (p != NULL) {
+      err_msg = p;
+      err_cap = cap;
+      if (err_key_ok) pthread_setspecific(err_key, p);
+    } else if (err_cap == 0) {
+      err_len = 0;
+      return;
+    } else {
+      n = err_cap - 1; /* keep what fits */
+    }
+  }
+  if (n > 0) memcpy(err_msg, msg, n);
+  err_msg[n] = '\0';
+  err_len = n;
+}
+
+void mlc_clear_error(void) { err_len = 0; }
+
+static int in_forked_child(void) {
+  return __atomic_load_n(&forked, __ATOMIC_RELAXED) || getpid() != load_pid;
+}
+
+static const char forked_msg[] =
+    "minatoloader: called in a child process after fork(); the Go runtime "
+    "does not survive fork, so only the process that loaded the library may "
+    "use it (start workers with spawn or forkserver, or fork before first "
+    "use)";
+
+/* ENTER is the prologue of every public call that enters Go. */
+#define ENTER()                                           \
+  do {                                                    \
+    if (in_forked_child()) {                              \
+      mlc_set_error(forked_msg, sizeof forked_msg - 1);   \
+      return ML_ERR_FORKED;                               \
+    }                                                     \
+    mlc_clear_error();                                    \
+  } while (0)
+
+/* ------------------------------------------------------------ the calls */
+
+int ml_abi_version(void) {
+  mlc_clear_error();
+  return ML_ABI_VERSION;
+}
+
+int ml_last_error(char* buf, size_t len, size_t* needed) {
+  size_t n = err_len;
+  if (needed != NULL) *needed = n;
+  if (buf != NULL && len > 0) {
+    size_t c = n < len - 1 ? n : len - 1;
+    if (c > 0) memcpy(buf, err_msg, c);
+    buf[c] = '\0';
+  }
+  return ML_OK;
+}
+
+int ml_loader_create(const char* config_json, ml_loader_t* out) {
+  ENTER();
+  return mlgo_loader_create((char*)config_json, out);
+}
+
+int ml_loader_len(ml_loader_t loader, int64_t* batches, int64_t* samples) {
+  ENTER();
+  return mlgo_loader_len(loader, batches, samples);
+}
+
+int ml_loader_start_epoch(ml_loader_t loader, int64_t epoch) {
+  ENTER();
+  return mlgo_loader_start_epoch(loader, epoch);
+}
+
+int ml_loader_next(ml_loader_t loader, int64_t timeout_ms, ml_batch_t* out) {
+  ENTER();
+  return mlgo_loader_next(loader, timeout_ms, out);
+}
+
+int ml_loader_stats(ml_loader_t loader, char* buf, size_t len, size_t* needed) {
+  ENTER();
+  return mlgo_loader_stats(loader, buf, len, needed);
+}
+
+int ml_loader_close(ml_loader_t loader) {
+  ENTER();
+  return mlgo_loader_close(loader);
+}
+
+int ml_batch_info(ml_batch_t batch, ml_batch_info_t* out) {
+  ENTER();
+  return mlgo_batch_info(batch, out);
+}
+
+int ml_batch_export(ml_batch_t batch, int field, int versioned, int64_t stream,
+                    void** out) {
+  ENTER();
+  return mlgo_batch_export(batch, field, versioned, stream, out);
+}
+
+int ml_batch_release(ml_batch_t batch) {
+  ENTER();
+  return mlgo_batch_release(batch);
+}
+
+int ml_counters(ml_counters_t* out) {
+  ENTER();
+  return mlgo_counters(out);
+}
