@@ -158,6 +158,8 @@ def make_loader(loader: str, workers: int, n: int, batch: int, shape, w: dict, s
 
 def one_run(args) -> dict:
     """Runs in a child process: builds one loader, measures, prints JSON."""
+    import torch  # noqa: F401  (a training script has it imported already)
+
     w = WORKLOADS[args.workload]
     shape = [args.sample_len]
     rss = RSSSampler()

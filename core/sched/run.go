@@ -95,12 +95,15 @@ func (r *epochRun) goroutine(f func()) {
 func (r *epochRun) start() {
 	l := r.l
 	r.goroutine(r.dispatch)
+	// Fast workers count in both groups: they leave the fast lane when the
+	// dispatcher is done, then help the slow lane until it drains.
+	slowWG := &sync.WaitGroup{}
 	for id := 0; id < l.cfg.MaxWorkers; id++ {
 		r.fastWG.Add(1)
-		r.goroutine(func() { defer r.fastWG.Done(); r.fastWorker(id) })
+		slowWG.Add(1)
+		r.goroutine(func() { defer slowWG.Done(); r.fastWorker(id) })
 	}
 	r.goroutine(func() { r.fastWG.Wait(); close(r.temp) })
-	slowWG := &sync.WaitGroup{}
 	for i := 0; i < l.cfg.SlowWorkers; i++ {
 		slowWG.Add(1)
 		r.goroutine(func() { defer slowWG.Done(); r.slowWorker() })
@@ -165,11 +168,22 @@ func (r *epochRun) dispatch() {
 }
 
 // fastWorker runs samples until their elapsed time passes the threshold;
-// then the sample and its next step go to the slow lane. Workers whose id
-// is at or above the fast lane's width park between samples.
+// then the sample and its next step go to the slow lane. When no new sample
+// is waiting it resumes a timed-out one rather than idle (work-conserving:
+// a slow sample never takes a fast worker from a waiting fast sample).
+// Workers whose id is at or above the fast lane's width park between
+// samples. Once the dispatcher is done, the worker joins the slow lane.
 func (r *epochRun) fastWorker(id int) {
 	l := r.l
 	var ctx pipeline.Ctx
+	inFast := true
+	leaveFast := func() {
+		if inFast {
+			inFast = false
+			r.fastWG.Done()
+		}
+	}
+	defer leaveFast()
 	for {
 		for int32(id) >= l.active.Load() {
 			wake := l.wakeChan()
@@ -185,10 +199,20 @@ func (r *epochRun) fastWorker(id int) {
 		var it *item
 		select {
 		case it = <-r.work:
-			if it == nil {
+		default:
+			select {
+			case it = <-r.work:
+			case s := <-r.temp:
+				l.st.stolen.Add(1)
+				r.resume(&ctx, s)
+				continue
+			case <-r.wctx.Done():
 				return
 			}
-		case <-r.wctx.Done():
+		}
+		if it == nil { // dispatcher done
+			leaveFast()
+			r.slowWorker()
 			return
 		}
 		it.buf = l.getBuf()
@@ -232,32 +256,37 @@ func (r *epochRun) fastWorker(id int) {
 	}
 }
 
-// slowWorker resumes timed-out samples at their next step, without a
-// deadline.
+// slowWorker resumes timed-out samples until the temp queue is closed.
 func (r *epochRun) slowWorker() {
-	l := r.l
 	var ctx pipeline.Ctx
 	for it := range r.temp {
-		if r.wctx.Err() != nil {
-			l.putBuf(it.buf)
-			continue
-		}
-		start := time.Now()
-		for it.next < len(l.steps) {
-			ctx.Reset(l.cfg.Seed, r.epoch, it.smp.Index, it.next, time.Time{})
-			if err := l.steps[it.next].Fn(&ctx, &it.smp); err != nil {
-				it.err = &SampleError{Index: it.smp.Index, Step: l.steps[it.next].Name, Err: err}
-				break
-			}
-			it.next++
-		}
-		it.elapsed += time.Since(start)
-		if it.err == nil {
-			l.est.Observe(it.elapsed, true)
-			l.st.slowDone.Add(1)
-		}
-		r.slow <- it // never blocks: capacity MaxInflight
+		r.resume(&ctx, it)
 	}
+}
+
+// resume runs a timed-out sample's remaining steps, without a deadline, and
+// hands it to the builder.
+func (r *epochRun) resume(ctx *pipeline.Ctx, it *item) {
+	l := r.l
+	if r.wctx.Err() != nil {
+		l.putBuf(it.buf)
+		return
+	}
+	start := time.Now()
+	for it.next < len(l.steps) {
+		ctx.Reset(l.cfg.Seed, r.epoch, it.smp.Index, it.next, time.Time{})
+		if err := l.steps[it.next].Fn(ctx, &it.smp); err != nil {
+			it.err = &SampleError{Index: it.smp.Index, Step: l.steps[it.next].Name, Err: err}
+			break
+		}
+		it.next++
+	}
+	it.elapsed += time.Since(start)
+	if it.err == nil {
+		l.est.Observe(it.elapsed, true)
+		l.st.slowDone.Add(1)
+	}
+	r.slow <- it // never blocks: capacity MaxInflight
 }
 
 // emit hands a finished batch to Next, giving back its tokens.

@@ -15,6 +15,7 @@ type counters struct {
 	fastDone       atomic.Int64
 	slowDone       atomic.Int64
 	toSlow         atomic.Int64
+	stolen         atomic.Int64
 	preempted      atomic.Int64
 	failed         atomic.Int64
 	workerChanges  atomic.Int64
@@ -33,6 +34,7 @@ type Stats struct {
 	SlowSamples     int64   `json:"slow_samples"`     // finished on the slow lane
 	MovedToSlow     int64   `json:"moved_to_slow"`    // handed to the slow lane
 	Preempted       int64   `json:"preempted_steps"`  // steps given up at the deadline and re-run
+	SlowByFast      int64   `json:"slow_by_fast"`     // slow samples resumed by idle fast workers
 	Failed          int64   `json:"failed"`           // samples whose error ended an epoch
 	ThresholdMS     float64 `json:"threshold_ms"`     // current slow threshold; -1 while warming up
 	ThresholdSource string  `json:"threshold_source"` // fixed, warmup, quantile, fallback
@@ -63,6 +65,7 @@ func (l *Loader) Stats() Stats {
 		SlowSamples:     l.st.slowDone.Load(),
 		MovedToSlow:     l.st.toSlow.Load(),
 		Preempted:       l.st.preempted.Load(),
+		SlowByFast:      l.st.stolen.Load(),
 		Failed:          l.st.failed.Load(),
 		ThresholdMS:     -1,
 		ThresholdSource: l.est.Source(),
