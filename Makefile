@@ -46,7 +46,7 @@ gotest:
 	$(GO) test -race -count=1 ./...
 
 pytest: install
-	cd tests/python && ../../$(PY) -m pytest -q -p no:cacheprovider .
+	$(PY) -m pytest -q -p no:cacheprovider tests/python
 
 bench: install
 	$(GO) test -run XXX -bench . -benchtime 200000x ./core/sched/

@@ -34,7 +34,16 @@ type Ctx struct {
 	Index    int64
 	Epoch    int64
 	deadline time.Time
+	done     <-chan struct{}
 }
+
+// SetDone sets the channel that closes when the epoch is cancelled. A step
+// that waits (I/O, sleep) should select on Done() and give up.
+func (c *Ctx) SetDone(done <-chan struct{}) { c.done = done }
+
+// Done closes when the epoch the step works for is cancelled; nil (never
+// closes) when no channel was set.
+func (c *Ctx) Done() <-chan struct{} { return c.done }
 
 // Reset prepares the context for step `step` of sample `index`.
 func (c *Ctx) Reset(seed, epoch, index int64, step int, deadline time.Time) {

@@ -176,6 +176,7 @@ func (r *epochRun) dispatch() {
 func (r *epochRun) fastWorker(id int) {
 	l := r.l
 	var ctx pipeline.Ctx
+	ctx.SetDone(r.wctx.Done())
 	inFast := true
 	leaveFast := func() {
 		if inFast {
@@ -259,6 +260,7 @@ func (r *epochRun) fastWorker(id int) {
 // slowWorker resumes timed-out samples until the temp queue is closed.
 func (r *epochRun) slowWorker() {
 	var ctx pipeline.Ctx
+	ctx.SetDone(r.wctx.Done())
 	for it := range r.temp {
 		r.resume(&ctx, it)
 	}

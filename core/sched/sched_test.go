@@ -553,3 +553,25 @@ func TestDropLastAndLen(t *testing.T) {
 		l.Close()
 	}
 }
+
+// TestCloseInterruptsWaitingSteps: a step that waits (here an hour-long
+// sleep cost) gives up when the loader closes, so Close cannot hang.
+func TestCloseInterruptsWaitingSteps(t *testing.T) {
+	for _, kind := range []string{"sleep", "busy"} {
+		cfg := cfgFor(t, `{"batch_size": 2, "workers": 2, "timeout_ms": 100000,
+			"dataset": {"length": 8, "light_cost_us": 3.6e9, "cost_kind": "`+kind+`"}}`)
+		var alloc batch.GoAllocator
+		l, _ := Open(cfg, &alloc)
+		l.StartEpoch(0)
+		done := make(chan struct{})
+		go func() { l.Close(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: Close still waiting on an hour-long step after 30s", kind)
+		}
+		if LiveGoroutines() != 0 || alloc.Live() != 0 {
+			t.Fatalf("%s: %d goroutines, %d blocks after Close", kind, LiveGoroutines(), alloc.Live())
+		}
+	}
+}

@@ -13,6 +13,7 @@
 package synth
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -133,12 +134,18 @@ func spend(c *pipeline.Ctx, d time.Duration, kind string, preemptible bool) erro
 	deadline, hasDeadline := c.Deadline()
 	hasDeadline = hasDeadline && preemptible
 	if kind == "sleep" {
+		res := error(nil)
 		if hasDeadline && time.Until(deadline) < d {
-			time.Sleep(max(time.Until(deadline), 0))
-			return pipeline.ErrTimedOut
+			d, res = max(time.Until(deadline), 0), pipeline.ErrTimedOut
 		}
-		time.Sleep(d)
-		return nil
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return res
+		case <-c.Done():
+			return context.Canceled
+		}
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -155,6 +162,11 @@ func spend(c *pipeline.Ctx, d time.Duration, kind string, preemptible bool) erro
 		if hasDeadline && time.Now().After(deadline) {
 			sink.Store(x)
 			return pipeline.ErrTimedOut
+		}
+		select {
+		case <-c.Done():
+			return context.Canceled
+		default:
 		}
 	}
 }

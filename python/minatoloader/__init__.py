@@ -1,0 +1,91 @@
+"""minatoloader: a PyTorch data loader whose core is Go.
+
+``from minatoloader import DataLoader`` is a drop-in for torch's DataLoader
+(same constructor) over native datasets; :class:`NativeLoader` exposes every
+option of the core. Batches arrive as DLPack views (torch tensors, numpy
+arrays, or raw DLPack objects) without a copy.
+
+Importing this package does no work: the shared library is loaded on first
+use. Set MINATOLOADER_LIBRARY to load a library of your own build.
+
+The Go runtime does not survive fork(): after the library has been used, a
+forked child that calls it gets :class:`ForkedError`. Use the "spawn" or
+"forkserver" multiprocessing start method.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from . import _native
+from .dataloader import DataLoader
+from .dataset import Dataset, SyntheticDataset
+from .dlpack import Batch, Tensor
+from .errors import (
+    ClosedError,
+    Error,
+    ForkedError,
+    InternalError,
+    InvalidArgumentError,
+    LibraryError,
+    NoMemoryError,
+    SampleError,
+    StateError,
+    UnsupportedArgumentError,
+)
+from .loader import EpochIterator, NativeLoader
+
+__version__ = "0.1.0"
+
+ABI_VERSION = _native.ABI_VERSION
+
+
+def counters() -> dict[str, int]:
+    """The library-wide counters (ml_counters): live_loaders, live_batches,
+    live_buffers, live_buffer_bytes, live_goroutines, total_buffers. A clean
+    shutdown brings every live_* to 0."""
+    return _native.counters()
+
+
+def library_path() -> str:
+    """The path of the loaded libminatoloader.so (loads it if needed)."""
+    _native.library()
+    path = _native.library_path()
+    assert path is not None
+    return path
+
+
+def get_include() -> str:
+    """The directory holding minatoloader.h, the C ABI header: the copy
+    shipped in the package, else a source checkout's include/."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "include", here.parent.parent / "include"):
+        if (candidate / "minatoloader.h").is_file():
+            return str(candidate)
+    raise FileNotFoundError(f"minatoloader.h is not in {here / 'include'} nor in {here.parent.parent / 'include'}")
+
+
+__all__ = [
+    "ABI_VERSION",
+    "Batch",
+    "ClosedError",
+    "DataLoader",
+    "Dataset",
+    "EpochIterator",
+    "Error",
+    "ForkedError",
+    "InternalError",
+    "InvalidArgumentError",
+    "LibraryError",
+    "NativeLoader",
+    "NoMemoryError",
+    "SampleError",
+    "StateError",
+    "SyntheticDataset",
+    "Tensor",
+    "UnsupportedArgumentError",
+    "__version__",
+    "counters",
+    "get_include",
+    "library_path",
+]

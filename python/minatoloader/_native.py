@@ -1,0 +1,456 @@
+"""ctypes bindings of libminatoloader.so (include/minatoloader.h).
+
+The library is found relative to this file, loaded on first use (importing
+minatoloader does no work), and checked for the ABI version this module was
+written against. Every call goes through a wrapper here that
+
+* refuses to run in a child created by fork() after the library was loaded
+  (the Go runtime does not survive fork(): such a call would hang), raising
+  ForkedError before touching the library;
+* maps a negative status to an exception class (never by message text), with
+  the message the library stored for this thread, read right after the call.
+
+ctypes releases the GIL for the duration of each call.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from ctypes import (
+    POINTER,
+    Structure,
+    byref,
+    c_char_p,
+    c_int,
+    c_int32,
+    c_int64,
+    c_size_t,
+    c_uint8,
+    c_uint16,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
+from pathlib import Path
+
+from .errors import (
+    ClosedError,
+    Error,
+    ForkedError,
+    InternalError,
+    InvalidArgumentError,
+    LibraryError,
+    NoMemoryError,
+    SampleError,
+    StateError,
+)
+
+ABI_VERSION = 1
+LIBRARY_ENV = "MINATOLOADER_LIBRARY"
+LIBRARY_NAME = "libminatoloader.so"
+
+_PKG_DIR = Path(__file__).resolve().parent
+
+# ml_status
+OK = 0
+END_OF_EPOCH = 1
+TIMEOUT = 2
+ERR_INVALID_ARGUMENT = -1
+ERR_INVALID_HANDLE = -2
+ERR_SAMPLE = -3
+ERR_CLOSED = -4
+ERR_FORKED = -5
+ERR_NO_MEMORY = -6
+ERR_INTERNAL = -7
+ERR_STATE = -8
+
+STATUS_NAMES = {
+    OK: "ML_OK",
+    END_OF_EPOCH: "ML_END_OF_EPOCH",
+    TIMEOUT: "ML_TIMEOUT",
+    ERR_INVALID_ARGUMENT: "ML_ERR_INVALID_ARGUMENT",
+    ERR_INVALID_HANDLE: "ML_ERR_INVALID_HANDLE",
+    ERR_SAMPLE: "ML_ERR_SAMPLE",
+    ERR_CLOSED: "ML_ERR_CLOSED",
+    ERR_FORKED: "ML_ERR_FORKED",
+    ERR_NO_MEMORY: "ML_ERR_NO_MEMORY",
+    ERR_INTERNAL: "ML_ERR_INTERNAL",
+    ERR_STATE: "ML_ERR_STATE",
+}
+
+_ERROR_CLASSES = {
+    ERR_INVALID_ARGUMENT: InvalidArgumentError,
+    ERR_INVALID_HANDLE: ClosedError,
+    ERR_SAMPLE: SampleError,
+    ERR_CLOSED: ClosedError,
+    ERR_FORKED: ForkedError,
+    ERR_NO_MEMORY: NoMemoryError,
+    ERR_INTERNAL: InternalError,
+    ERR_STATE: StateError,
+}
+
+# ml_field
+FIELD_DATA = 0
+FIELD_LABELS = 1
+FIELD_INDICES = 2
+
+MAX_NDIM = 8
+
+# DLDeviceType
+DL_CPU = 1
+DL_CUDA = 2
+DL_CUDA_HOST = 3
+
+
+class DLDataType(Structure):
+    _fields_ = [("code", c_uint8), ("bits", c_uint8), ("lanes", c_uint16)]
+
+
+class DLDevice(Structure):
+    _fields_ = [("device_type", c_int), ("device_id", c_int32)]
+
+
+class DLTensor(Structure):
+    _fields_ = [
+        ("data", c_void_p),
+        ("device", DLDevice),
+        ("ndim", c_int32),
+        ("dtype", DLDataType),
+        ("shape", POINTER(c_int64)),
+        ("strides", POINTER(c_int64)),
+        ("byte_offset", c_uint64),
+    ]
+
+
+class DLManagedTensor(Structure):
+    pass
+
+
+DLManagedTensor._fields_ = [
+    ("dl_tensor", DLTensor),
+    ("manager_ctx", c_void_p),
+    ("deleter", ctypes.CFUNCTYPE(None, POINTER(DLManagedTensor))),
+]
+
+
+class DLPackVersion(Structure):
+    _fields_ = [("major", c_uint32), ("minor", c_uint32)]
+
+
+class DLManagedTensorVersioned(Structure):
+    pass
+
+
+DLManagedTensorVersioned._fields_ = [
+    ("version", DLPackVersion),
+    ("manager_ctx", c_void_p),
+    ("deleter", ctypes.CFUNCTYPE(None, POINTER(DLManagedTensorVersioned))),
+    ("flags", c_uint64),
+    ("dl_tensor", DLTensor),
+]
+
+
+class BatchInfo(Structure):
+    """ml_batch_info_t."""
+
+    _fields_ = [
+        ("epoch", c_int64),
+        ("seq", c_int64),
+        ("num_samples", c_int64),
+        ("num_slow", c_int64),
+        ("ndim", c_int32),
+        ("shape", c_int64 * MAX_NDIM),
+        ("dtype", DLDataType),
+        ("device", DLDevice),
+        ("data", c_void_p),
+        ("data_bytes", c_uint64),
+        ("labels", POINTER(c_int64)),
+        ("indices", POINTER(c_int64)),
+    ]
+
+
+class Counters(Structure):
+    """ml_counters_t."""
+
+    _fields_ = [
+        ("live_loaders", c_int64),
+        ("live_batches", c_int64),
+        ("live_buffers", c_int64),
+        ("live_buffer_bytes", c_int64),
+        ("live_goroutines", c_int64),
+        ("total_buffers", c_int64),
+    ]
+
+
+_PROTOTYPES: dict[str, tuple[object, list[object]]] = {
+    "ml_abi_version": (c_int, []),
+    "ml_last_error": (c_int, [c_char_p, c_size_t, POINTER(c_size_t)]),
+    "ml_loader_create": (c_int, [c_char_p, POINTER(c_uint64)]),
+    "ml_loader_len": (c_int, [c_uint64, POINTER(c_int64), POINTER(c_int64)]),
+    "ml_loader_start_epoch": (c_int, [c_uint64, c_int64]),
+    "ml_loader_next": (c_int, [c_uint64, c_int64, POINTER(c_uint64)]),
+    "ml_loader_stats": (c_int, [c_uint64, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "ml_loader_close": (c_int, [c_uint64]),
+    "ml_batch_info": (c_int, [c_uint64, POINTER(BatchInfo)]),
+    "ml_batch_export": (c_int, [c_uint64, c_int, c_int, c_int64, POINTER(c_void_p)]),
+    "ml_batch_release": (c_int, [c_uint64]),
+    "ml_dlpack_capsule_destructor": (None, [c_void_p]),
+    "ml_counters": (c_int, [POINTER(Counters)]),
+}
+
+_lock = threading.Lock()
+_lib: ctypes.CDLL | None = None
+_lib_path: str | None = None
+_load_pid: int | None = None
+_forked = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked
+    if _lib is not None:
+        _forked = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def forked() -> bool:
+    """True in a child process forked after this process loaded the library."""
+    return _forked or (_load_pid is not None and os.getpid() != _load_pid)
+
+
+def _fork_message() -> str:
+    return (
+        f"minatoloader: this process (pid {os.getpid()}) was created by fork() after its parent "
+        f"(pid {_load_pid}) had loaded libminatoloader.so; the Go runtime inside it does not "
+        "survive fork(), so this process may not use it (a call would hang). Create worker "
+        "processes with the 'spawn' or 'forkserver' start method (multiprocessing.get_context"
+        "('spawn'), or multiprocessing_context='spawn' for torch's DataLoader), or fork before "
+        "the first use of minatoloader."
+    )
+
+
+def candidate_paths() -> list[Path]:
+    """The paths tried, in order: $MINATOLOADER_LIBRARY alone when set, else
+    the library shipped in the package, then, when the package is run from a
+    source checkout (python/minatoloader), the checkout's build/ directory."""
+    env = os.environ.get(LIBRARY_ENV)
+    if env:
+        return [Path(env)]
+    paths = [_PKG_DIR / "_lib" / LIBRARY_NAME]
+    checkout = _PKG_DIR.parent.parent
+    if _PKG_DIR.parent.name == "python" and (checkout / "go.mod").is_file():
+        paths.append(checkout / "build" / LIBRARY_NAME)
+    return paths
+
+
+def library() -> ctypes.CDLL:
+    """The loaded library; loads it on first use. Raises ForkedError in a
+    forked child and LibraryError when no usable library is found."""
+    if forked():
+        raise ForkedError(_fork_message())
+    lib = _lib
+    if lib is None:
+        lib = _load()
+    return lib
+
+
+def library_path() -> str | None:
+    """Where the loaded library came from (None before the first use)."""
+    return _lib_path
+
+
+def _load() -> ctypes.CDLL:
+    global _lib, _lib_path, _load_pid
+    with _lock:
+        if _lib is not None:
+            return _lib
+        tried: list[str] = []
+        found_any = False
+        for path in candidate_paths():
+            if not path.is_file():
+                tried.append(f"  {path}: not found")
+                continue
+            found_any = True
+            try:
+                lib = ctypes.CDLL(str(path))
+            except OSError as exc:
+                tried.append(f"  {path}: cannot be loaded: {exc}")
+                continue
+            try:
+                version_fn = lib.ml_abi_version
+            except AttributeError:
+                tried.append(f"  {path}: not a minatoloader library (no ml_abi_version symbol)")
+                continue
+            version_fn.restype = c_int
+            version_fn.argtypes = []
+            version = version_fn()
+            if version != ABI_VERSION:
+                tried.append(
+                    f"  {path}: C ABI version {version}, this Python package needs {ABI_VERSION} "
+                    "(the library and the package come from different builds)"
+                )
+                continue
+            missing = _declare(lib)
+            if missing:
+                tried.append(f"  {path}: missing functions {', '.join(missing)} (an incomplete or older build)")
+                continue
+            _lib, _lib_path, _load_pid = lib, str(path), os.getpid()
+            return lib
+        if os.environ.get(LIBRARY_ENV):
+            cause = (
+                f"{LIBRARY_ENV} is set and names a path that is not a usable library; unset it to use the packaged one."
+            )
+        elif not found_any:
+            cause = (
+                "the library was not built. Install the package with `pip install ./python` from the "
+                "repository root (it builds the Go library), or build it with "
+                "`go build -buildmode=c-shared -o build/libminatoloader.so ./capi` and set "
+                f"{LIBRARY_ENV}=build/libminatoloader.so."
+            )
+        else:
+            cause = "rebuild and reinstall the package (`pip install ./python`) so that library and package match."
+        raise LibraryError(
+            "minatoloader: no usable libminatoloader.so. Paths tried:\n" + "\n".join(tried) + "\nLikely cause: " + cause
+        )
+
+
+def _declare(lib: ctypes.CDLL) -> list[str]:
+    missing = []
+    for name, (restype, argtypes) in _PROTOTYPES.items():
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            missing.append(name)
+            continue
+        fn.restype = restype
+        fn.argtypes = argtypes
+    return missing
+
+
+def last_error(lib: ctypes.CDLL) -> str:
+    """This thread's last error message. Call it right after the failing call."""
+    buf = ctypes.create_string_buffer(4096)
+    needed = c_size_t(0)
+    lib.ml_last_error(buf, len(buf), byref(needed))
+    message = buf.value
+    if needed.value >= len(buf):
+        bigger = ctypes.create_string_buffer(needed.value + 1)
+        lib.ml_last_error(bigger, len(bigger), byref(needed))
+        if len(bigger.value) > len(message):
+            message = bigger.value
+    return message.decode("utf-8", errors="replace")
+
+
+def error_for(lib: ctypes.CDLL, rc: int, call: str) -> Error:
+    """The exception for status rc of `call`, with this thread's message."""
+    message = last_error(lib)
+    cls = _ERROR_CLASSES.get(rc, InternalError)
+    name = STATUS_NAMES.get(rc, f"unknown status {rc}")
+    if not message:
+        message = f"minatoloader: {call} failed with {name}"
+    if rc == ERR_FORKED:
+        message = f"{message}\n{_fork_message()}"
+    return cls(message, rc)
+
+
+def _check(lib: ctypes.CDLL, rc: int, call: str) -> int:
+    if rc < 0:
+        raise error_for(lib, rc, call)
+    return rc
+
+
+# ------------------------------------------------------------------ wrappers
+
+
+def abi_version() -> int:
+    return int(library().ml_abi_version())
+
+
+def loader_create(config_json: str) -> int:
+    lib = library()
+    out = c_uint64(0)
+    _check(lib, lib.ml_loader_create(config_json.encode("utf-8"), byref(out)), "ml_loader_create")
+    return int(out.value)
+
+
+def loader_len(loader: int) -> tuple[int, int]:
+    lib = library()
+    batches, samples = c_int64(0), c_int64(0)
+    _check(lib, lib.ml_loader_len(loader, byref(batches), byref(samples)), "ml_loader_len")
+    return int(batches.value), int(samples.value)
+
+
+def loader_start_epoch(loader: int, epoch: int) -> None:
+    lib = library()
+    _check(lib, lib.ml_loader_start_epoch(loader, epoch), "ml_loader_start_epoch")
+
+
+def loader_next(loader: int, timeout_ms: int) -> tuple[int, int]:
+    """Returns (status, batch handle): OK with a new handle, END_OF_EPOCH or
+    TIMEOUT with 0. Raises on errors."""
+    lib = library()
+    out = c_uint64(0)
+    rc = _check(lib, lib.ml_loader_next(loader, timeout_ms, byref(out)), "ml_loader_next")
+    return rc, int(out.value)
+
+
+def _read_text(fn, handle: int, call: str) -> str:  # type: ignore[no-untyped-def]
+    lib = library()
+    size = 8192
+    needed = c_size_t(0)
+    while True:
+        buf = ctypes.create_string_buffer(size)
+        _check(lib, fn(handle, buf, size, byref(needed)), call)
+        if needed.value < size:
+            return buf.value.decode("utf-8", errors="replace")
+        size = needed.value + 1
+
+
+def loader_stats(loader: int) -> str:
+    return _read_text(library().ml_loader_stats, loader, "ml_loader_stats")
+
+
+def loader_close(loader: int) -> None:
+    lib = library()
+    _check(lib, lib.ml_loader_close(loader), "ml_loader_close")
+
+
+def batch_info(batch: int) -> BatchInfo:
+    lib = library()
+    info = BatchInfo()
+    _check(lib, lib.ml_batch_info(batch, byref(info)), "ml_batch_info")
+    return info
+
+
+def batch_export(batch: int, field: int, versioned: bool, stream: int) -> int:
+    """Exports a field; returns the DLManagedTensor(Versioned) pointer."""
+    lib = library()
+    out = c_void_p(None)
+    _check(lib, lib.ml_batch_export(batch, field, 1 if versioned else 0, stream, byref(out)), "ml_batch_export")
+    if not out.value:
+        raise InternalError("minatoloader: ml_batch_export returned ML_OK and a NULL tensor", ERR_INTERNAL)
+    return int(out.value)
+
+
+def batch_release(batch: int) -> None:
+    lib = library()
+    _check(lib, lib.ml_batch_release(batch), "ml_batch_release")
+
+
+def capsule_destructor() -> int:
+    """The address of ml_dlpack_capsule_destructor, for PyCapsule_New."""
+    lib = library()
+    address = ctypes.cast(lib.ml_dlpack_capsule_destructor, c_void_p).value
+    if not address:
+        raise InternalError("minatoloader: ml_dlpack_capsule_destructor has no address", ERR_INTERNAL)
+    return int(address)
+
+
+def counters() -> dict[str, int]:
+    lib = library()
+    out = Counters()
+    _check(lib, lib.ml_counters(byref(out)), "ml_counters")
+    return {field[0]: int(getattr(out, field[0])) for field in Counters._fields_}
