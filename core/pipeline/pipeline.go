@@ -16,8 +16,9 @@ import (
 )
 
 // ErrTimedOut is returned by a step that noticed Ctx.Expired() and gave up
-// before changing the sample. The scheduler re-runs that step, from its
-// start, on the slow lane.
+// before changing the sample's data. The scheduler runs that step again on
+// the slow lane; a step that saved its progress in Sample.Resume continues
+// from there, any other starts over.
 var ErrTimedOut = errors.New("step timed out")
 
 // Sample is one sample in flight. Data holds exactly one row of the batch
@@ -26,6 +27,10 @@ type Sample struct {
 	Index int64
 	Label int64
 	Data  []byte
+	// Resume is a step's own continuation: a step that returns ErrTimedOut
+	// may leave its progress here, and finds it again when it is run anew
+	// for this sample. The scheduler clears it whenever a step completes.
+	Resume any
 }
 
 // Ctx is what a step sees. It is owned by one worker and reused.

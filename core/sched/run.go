@@ -219,6 +219,7 @@ func (r *epochRun) fastWorker(id int) {
 		it.buf = l.getBuf()
 		it.smp.Data = *it.buf
 		it.smp.Index = r.order[it.pos]
+		it.smp.Resume = nil
 		timeout, learned := l.est.Threshold()
 		start := time.Now()
 		var deadline time.Time
@@ -238,6 +239,7 @@ func (r *epochRun) fastWorker(id int) {
 				break
 			}
 			it.next++
+			it.smp.Resume = nil
 			if learned && it.next < len(l.steps) && time.Since(start) > timeout {
 				break
 			}
@@ -282,6 +284,7 @@ func (r *epochRun) resume(ctx *pipeline.Ctx, it *item) {
 			break
 		}
 		it.next++
+		it.smp.Resume = nil
 	}
 	it.elapsed += time.Since(start)
 	if it.err == nil {

@@ -106,7 +106,7 @@ func (s *Source) Load(c *pipeline.Ctx, index int64, smp *pipeline.Sample) error 
 }
 
 func (s *Source) lightStep(c *pipeline.Ctx, smp *pipeline.Sample) error {
-	if err := spend(c, s.light, s.d.CostKind, false); err != nil {
+	if err := spend(c, smp, s.light, s.d.CostKind, false); err != nil {
 		return err
 	}
 	affine(smp.Data, s.dt, 2, -1)
@@ -117,7 +117,7 @@ func (s *Source) heavyStep(c *pipeline.Ctx, smp *pipeline.Sample) error {
 	if !s.IsHeavy(smp.Index) {
 		return nil
 	}
-	if err := spend(c, s.heavy, s.d.CostKind, true); err != nil {
+	if err := spend(c, smp, s.heavy, s.d.CostKind, true); err != nil {
 		return err
 	}
 	noise(smp.Data, s.dt, &c.Rand)
@@ -125,23 +125,30 @@ func (s *Source) heavyStep(c *pipeline.Ctx, smp *pipeline.Sample) error {
 }
 
 // spend costs d of CPU time ("busy") or of wall time ("sleep"). When
-// preemptible, it returns pipeline.ErrTimedOut as soon as the fast-lane
-// deadline passes.
-func spend(c *pipeline.Ctx, d time.Duration, kind string, preemptible bool) error {
+// preemptible, it gives up with pipeline.ErrTimedOut once the fast-lane
+// deadline passes, leaving the cost still owed in smp.Resume: the slow lane
+// pays only the rest, so no work is done twice.
+func spend(c *pipeline.Ctx, smp *pipeline.Sample, d time.Duration, kind string, preemptible bool) error {
+	if owed, ok := smp.Resume.(time.Duration); ok && preemptible {
+		d = owed
+	}
 	if d <= 0 {
 		return nil
 	}
 	deadline, hasDeadline := c.Deadline()
 	hasDeadline = hasDeadline && preemptible
 	if kind == "sleep" {
-		res := error(nil)
+		wait, res := d, error(nil)
 		if hasDeadline && time.Until(deadline) < d {
-			d, res = max(time.Until(deadline), 0), pipeline.ErrTimedOut
+			wait, res = max(time.Until(deadline), 0), pipeline.ErrTimedOut
 		}
-		t := time.NewTimer(d)
+		t := time.NewTimer(wait)
 		defer t.Stop()
 		select {
 		case <-t.C:
+			if res != nil {
+				smp.Resume = d - wait
+			}
 			return res
 		case <-c.Done():
 			return context.Canceled
@@ -149,18 +156,21 @@ func spend(c *pipeline.Ctx, d time.Duration, kind string, preemptible bool) erro
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	end := threadCPU() + d
+	begin := threadCPU()
+	end := begin + d
 	x := uint64(1)
 	for {
 		for i := 0; i < 512; i++ { // about 1 µs of work between checks
 			x = sampler.Mix(x + uint64(i))
 		}
-		if threadCPU() >= end {
+		now := threadCPU()
+		if now >= end {
 			sink.Store(x)
 			return nil
 		}
 		if hasDeadline && time.Now().After(deadline) {
 			sink.Store(x)
+			smp.Resume = end - now
 			return pipeline.ErrTimedOut
 		}
 		select {

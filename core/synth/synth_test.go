@@ -99,6 +99,16 @@ func TestHeavyStepPreempts(t *testing.T) {
 		if !bytes.Equal(before, smp.Data) {
 			t.Fatalf("%s: a preempted step changed the sample", kind)
 		}
+		owed, ok := smp.Resume.(time.Duration)
+		if !ok || owed <= 0 || owed >= time.Second {
+			t.Fatalf("%s: Resume = %v, want the cost still owed, in (0, 1s)", kind, smp.Resume)
+		}
+		// The re-run (no deadline) pays only what is owed: make it small.
+		smp.Resume = time.Millisecond
+		c.Reset(1, 0, 0, 2, time.Time{})
+		if err := s.Steps()[1].Fn(&c, &smp); err != nil {
+			t.Fatalf("%s: re-run: %v", kind, err)
+		}
 	}
 }
 
