@@ -440,13 +440,19 @@ def batch_release(batch: int) -> None:
     _check(lib, lib.ml_batch_release(batch), "ml_batch_release")
 
 
+_destructor_address: int | None = None
+
+
 def capsule_destructor() -> int:
     """The address of ml_dlpack_capsule_destructor, for PyCapsule_New."""
-    lib = library()
-    address = ctypes.cast(lib.ml_dlpack_capsule_destructor, c_void_p).value
-    if not address:
-        raise InternalError("minatoloader: ml_dlpack_capsule_destructor has no address", ERR_INTERNAL)
-    return int(address)
+    global _destructor_address
+    if _destructor_address is None:
+        lib = library()
+        address = ctypes.cast(lib.ml_dlpack_capsule_destructor, c_void_p).value
+        if not address:
+            raise InternalError("minatoloader: ml_dlpack_capsule_destructor has no address", ERR_INTERNAL)
+        _destructor_address = int(address)
+    return _destructor_address
 
 
 def counters() -> dict[str, int]:

@@ -64,6 +64,22 @@ def _delete_exported(address: int, versioned: bool) -> None:
             lptr.contents.deleter(lptr)
 
 
+def export_capsule(handle: int, field: int, versioned: bool, stream: int = -1) -> Any:
+    """Exports one field of the batch handle as a new DLPack capsule
+    ("dltensor_versioned" or legacy "dltensor"). The capsule keeps the batch
+    memory alive on its own; an unconsumed capsule frees it when collected."""
+    address = _native.batch_export(handle, field, versioned, stream)
+    try:
+        return _PyCapsule_New(
+            address,
+            _CAPSULE_NAME_VERSIONED if versioned else _CAPSULE_NAME,
+            _native.capsule_destructor(),
+        )
+    except BaseException:
+        _delete_exported(address, versioned)
+        raise
+
+
 class Tensor:
     """One field of a batch, exportable through DLPack without a copy.
 
@@ -119,16 +135,7 @@ class Tensor:
             )
         versioned = max_version is not None and int(max_version[0]) >= 1
         handle = self.batch._live_handle()
-        address = _native.batch_export(handle, self.field, versioned, -1 if stream is None else int(stream))
-        try:
-            return _PyCapsule_New(
-                address,
-                _CAPSULE_NAME_VERSIONED if versioned else _CAPSULE_NAME,
-                _native.capsule_destructor(),
-            )
-        except BaseException:
-            _delete_exported(address, versioned)
-            raise
+        return export_capsule(handle, self.field, versioned, -1 if stream is None else int(stream))
 
     def __repr__(self) -> str:
         return f"<minatoloader.Tensor {self.name} shape={self.shape} dtype={self.dtype} device={self.device}>"

@@ -13,7 +13,7 @@ from typing import Any, Callable
 from . import _native
 from ._handle import NativeHandle
 from .dataset import Dataset
-from .dlpack import Batch, Tensor
+from .dlpack import Batch, Tensor, export_capsule
 from .errors import ClosedError, InternalError, InvalidArgumentError
 
 OUTPUTS = ("auto", "torch", "numpy", "dlpack")
@@ -72,6 +72,29 @@ def _converter(output: str) -> Callable[[Tensor], Any]:
             f"minatoloader: output='numpy' needs numpy >= 1.23 (numpy.from_dlpack); found {numpy.__version__}"
         )
     return numpy.from_dlpack
+
+
+_FIELDS = (_native.FIELD_DATA, _native.FIELD_LABELS)
+_FIELDS_WITH_INDICES = (_native.FIELD_DATA, _native.FIELD_LABELS, _native.FIELD_INDICES)
+
+
+class _Export:
+    """The smallest DLPack producer over a batch handle, for
+    numpy.from_dlpack (which wants __dlpack__, not a capsule)."""
+
+    __slots__ = ("handle", "field")
+
+    def __init__(self, handle: int, field: int) -> None:
+        self.handle, self.field = handle, field
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (1, 0)
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None, copy: Any = None) -> Any:
+        if copy:
+            raise BufferError("minatoloader: copy=True is not supported: batches are exported without a copy")
+        versioned = max_version is not None and int(max_version[0]) >= 1
+        return export_capsule(self.handle, self.field, versioned)
 
 
 class NativeLoader(NativeHandle):
@@ -248,17 +271,26 @@ class NativeLoader(NativeHandle):
         self._generation += 1
         return EpochIterator(self, self._generation, epoch)
 
-    def _wrap(self, batch: Batch) -> tuple[Any, ...]:
+    def _wrap(self, handle: int) -> tuple[Any, ...]:
+        """Turns a batch handle into the iterator's item. For torch and
+        numpy outputs the fields are exported straight from the handle, which
+        is released at once (the tensors keep the memory alive)."""
         if self._output == "dlpack":
+            batch = Batch(handle)
             if self._return_indices:
                 return batch.data, batch.labels, batch.indices
             return batch.data, batch.labels
+        fields = _FIELDS_WITH_INDICES if self._return_indices else _FIELDS
         convert = self._convert
         assert convert is not None
-        with batch:
-            if self._return_indices:
-                return convert(batch.data), convert(batch.labels), convert(batch.indices)
-            return convert(batch.data), convert(batch.labels)
+        try:
+            if self._output == "torch":
+                # torch takes a legacy capsule directly: no Python-level
+                # __dlpack__ round trip.
+                return tuple(convert(export_capsule(handle, f, False)) for f in fields)
+            return tuple(convert(_Export(handle, f)) for f in fields)
+        finally:
+            _native.batch_release(handle)
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"next epoch {self._next_epoch}"
@@ -308,7 +340,7 @@ class EpochIterator(Iterator[tuple[Any, ...]]):
                 self._done = True
                 raise
             if rc == _native.OK:
-                return loader._wrap(Batch(batch_handle))
+                return loader._wrap(batch_handle)
             if rc == _native.END_OF_EPOCH:
                 self._done = True
                 raise StopIteration
