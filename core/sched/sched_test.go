@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -573,5 +574,40 @@ func TestCloseInterruptsWaitingSteps(t *testing.T) {
 		if LiveGoroutines() != 0 || alloc.Live() != 0 {
 			t.Fatalf("%s: %d goroutines, %d blocks after Close", kind, LiveGoroutines(), alloc.Live())
 		}
+	}
+}
+
+// TestMemoryFlatOverEpochs: the Go heap after 30 epochs is what it was
+// after 3 (queues and pools are bounded; nothing accumulates per epoch).
+func TestMemoryFlatOverEpochs(t *testing.T) {
+	cfg := cfgFor(t, `{"batch_size": 16, "workers": 2, "shuffle": true, "timeout_ms": 0.01,
+		"dataset": {"length": 500, "shape": [256], "heavy_cost_us": 50, "heavy_every": 7}}`)
+	var alloc batch.GoAllocator
+	l, _ := Open(cfg, &alloc)
+	defer l.Close()
+	heap := func() uint64 {
+		runtime.GC()
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		return m.HeapAlloc
+	}
+	var at3 uint64
+	for e := int64(0); e < 30; e++ {
+		_, bs := drain(t, l, e)
+		releaseAll(bs)
+		if e == 2 {
+			at3 = heap()
+		}
+	}
+	at30 := heap()
+	if at30 > at3+1<<20 {
+		t.Fatalf("heap grew from %d to %d bytes between epochs 3 and 30", at3, at30)
+	}
+	if alloc.Live() != 0 {
+		t.Fatalf("%d batch blocks live", alloc.Live())
+	}
+	if want := int64(30 * 32); alloc.Total() != want {
+		t.Fatalf("%d blocks allocated over 30 epochs, want %d (one per batch)", alloc.Total(), want)
 	}
 }
