@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"math"
 	"strconv"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -244,26 +245,100 @@ func mlgo_batch_info(h C.ml_batch_t, out *C.ml_batch_info_t) (rc C.int) {
 		return rc
 	}
 	b := bo.b
-	if len(b.Shape) > C.ML_MAX_NDIM {
-		return fail(statusInternal, fn, "batch has %d dimensions, more than ML_MAX_NDIM", len(b.Shape))
-	}
 	*out = C.ml_batch_info_t{}
 	out.epoch = C.int64_t(b.Epoch)
 	out.seq = C.int64_t(b.Seq)
 	out.num_samples = C.int64_t(b.N)
 	out.num_slow = C.int64_t(b.NumSlow)
-	out.ndim = C.int32_t(len(b.Shape))
-	for i, s := range b.Shape {
-		out.shape[i] = C.int64_t(s)
-	}
-	out.dtype = C.DLDataType{code: C.uint8_t(b.DType.Code), bits: C.uint8_t(b.DType.Bits), lanes: 1}
+	out.num_fields = C.int32_t(len(b.Fields))
 	out.device = C.DLDevice{device_type: C.kDLCPU, device_id: 0}
-	out.data = unsafe.Pointer(unsafe.SliceData(b.Data))
-	out.data_bytes = C.uint64_t(len(b.Data))
 	if b.N > 0 {
-		out.labels = (*C.int64_t)(unsafe.Pointer(unsafe.SliceData(b.Labels)))
 		out.indices = (*C.int64_t)(unsafe.Pointer(unsafe.SliceData(b.Indices)))
 	}
+	return statusOK
+}
+
+// indicesName is the name ml_batch_field reports for ML_FIELD_INDICES.
+const indicesName = "indices"
+
+// fieldView is one exportable region of a batch.
+type fieldView struct {
+	name  string
+	dtype config.DType
+	shape []int64
+	data  []byte
+}
+
+// viewOf returns field f of b (0..len(Fields)-1, or ML_FIELD_INDICES).
+func viewOf(b *batch.Batch, f int) (fieldView, bool) {
+	if f == C.ML_FIELD_INDICES {
+		return fieldView{
+			name:  indicesName,
+			dtype: config.DType{Code: 0, Bits: 64},
+			shape: []int64{int64(b.N)},
+			data:  unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b.Indices))), 8*len(b.Indices)),
+		}, true
+	}
+	if f < 0 || f >= len(b.Fields) {
+		return fieldView{}, false
+	}
+	fl := &b.Fields[f]
+	return fieldView{name: fl.Name, dtype: fl.DType, shape: fl.Shape, data: fl.Data}, true
+}
+
+func noSuchField(fn string, b *batch.Batch, f int) C.int {
+	return fail(statusInvalidArg, fn, "field %d: the batch has fields 0..%d and ML_FIELD_INDICES (%d)",
+		f, len(b.Fields)-1, int(C.ML_FIELD_INDICES))
+}
+
+// names interns field names as C strings that live as long as the library
+// (the set of names is as small as the set of datasets' field names).
+var names = struct {
+	sync.Mutex
+	m map[string]*C.char
+}{m: map[string]*C.char{}}
+
+func cName(s string) *C.char {
+	names.Lock()
+	defer names.Unlock()
+	p, ok := names.m[s]
+	if !ok {
+		p = C.CString(s)
+		names.m[s] = p
+	}
+	return p
+}
+
+//export mlgo_batch_field
+func mlgo_batch_field(h C.ml_batch_t, field C.int32_t, out *C.ml_field_info_t) (rc C.int) {
+	defer guard(&rc)
+	const fn = "ml_batch_field"
+	if out == nil {
+		return fail(statusInvalidArg, fn, "out is NULL")
+	}
+	bo, rc := batchOf(fn, h)
+	if rc != statusOK {
+		return rc
+	}
+	v, ok := viewOf(bo.b, int(field))
+	if !ok {
+		return noSuchField(fn, bo.b, int(field))
+	}
+	if len(v.shape) > C.ML_MAX_NDIM {
+		return fail(statusInternal, fn, "field %q has %d dimensions, more than ML_MAX_NDIM", v.name, len(v.shape))
+	}
+	*out = C.ml_field_info_t{}
+	out.name = cName(v.name)
+	out.ndim = C.int32_t(len(v.shape))
+	for i, s := range v.shape {
+		out.shape[i] = C.int64_t(s)
+	}
+	out.dtype = C.DLDataType{code: C.uint8_t(v.dtype.Code), bits: C.uint8_t(v.dtype.Bits), lanes: 1}
+	out.device = C.DLDevice{device_type: C.kDLCPU, device_id: 0}
+	if len(v.data) > 0 {
+		out.data = unsafe.Pointer(unsafe.SliceData(v.data))
+	}
+	out.bytes = C.uint64_t(len(v.data))
 	return statusOK
 }
 
@@ -275,9 +350,6 @@ func mlgo_batch_export(h C.ml_batch_t, field, versioned C.int, stream C.int64_t,
 		return fail(statusInvalidArg, fn, "out is NULL")
 	}
 	*out = nil
-	if field != C.ML_FIELD_DATA && field != C.ML_FIELD_LABELS && field != C.ML_FIELD_INDICES {
-		return fail(statusInvalidArg, fn, "field must be ML_FIELD_DATA (0), ML_FIELD_LABELS (1) or ML_FIELD_INDICES (2), got %d", int(field))
-	}
 	if stream != -1 && stream != 0 {
 		return fail(statusInvalidArg, fn, "stream must be -1 or 0 for a CPU batch, got %d", int64(stream))
 	}
@@ -286,7 +358,11 @@ func mlgo_batch_export(h C.ml_batch_t, field, versioned C.int, stream C.int64_t,
 	// first.
 	var blk *cBlock
 	obj, res := handles.with(uint64(h), kindBatch, func(obj any) {
-		if cb, ok := obj.(*batchObj).b.Block.(*cBlock); ok && !cb.released.Load() {
+		b := obj.(*batchObj).b
+		if _, ok := viewOf(b, int(field)); !ok {
+			return
+		}
+		if cb, ok := b.Block.(*cBlock); ok && !cb.released.Load() {
 			C.mlc_block_ref(cb.hdr)
 			blk = cb
 		}
@@ -296,44 +372,30 @@ func mlgo_batch_export(h C.ml_batch_t, field, versioned C.int, stream C.int64_t,
 		return rc
 	}
 	b := obj.(*batchObj).b
+	v, ok := viewOf(b, int(field))
+	if !ok {
+		return noSuchField(fn, b, int(field))
+	}
 	if blk == nil {
 		return fail(statusInternal, fn, "batch %d: its memory is not a live C block", uint64(h))
 	}
-	var (
-		shape [C.ML_MAX_NDIM]C.int64_t
-		ndim  int
-		data  unsafe.Pointer
-		dt    = b.DType
-	)
-	switch field {
-	case C.ML_FIELD_DATA:
-		if len(b.Shape) > C.ML_MAX_NDIM {
-			C.mlc_block_unref(blk.hdr)
-			return fail(statusInternal, fn, "batch has %d dimensions, more than ML_MAX_NDIM", len(b.Shape))
-		}
-		for i, s := range b.Shape {
-			shape[i] = C.int64_t(s)
-		}
-		ndim = len(b.Shape)
-		data = unsafe.Pointer(unsafe.SliceData(b.Data))
-	case C.ML_FIELD_LABELS, C.ML_FIELD_INDICES:
-		shape[0] = C.int64_t(b.N)
-		ndim = 1
-		dt = config.DType{Code: 0, Bits: 64}
-		v := b.Labels
-		if field == C.ML_FIELD_INDICES {
-			v = b.Indices
-		}
-		data = unsafe.Pointer(unsafe.SliceData(v))
-		if len(v) == 0 {
-			data = unsafe.Pointer(unsafe.SliceData(blk.mem))
-		}
+	if len(v.shape) > C.ML_MAX_NDIM {
+		C.mlc_block_unref(blk.hdr)
+		return fail(statusInternal, fn, "field %q has %d dimensions, more than ML_MAX_NDIM", v.name, len(v.shape))
+	}
+	var shape [C.ML_MAX_NDIM]C.int64_t
+	for i, s := range v.shape {
+		shape[i] = C.int64_t(s)
+	}
+	data := unsafe.Pointer(unsafe.SliceData(v.data))
+	if len(v.data) == 0 {
+		data = unsafe.Pointer(unsafe.SliceData(blk.mem))
 	}
 	vers := C.int(0)
 	if versioned != 0 {
 		vers = 1
 	}
-	t := C.mlc_export(blk.hdr, data, vers, C.int32_t(ndim), &shape[0], C.uint8_t(dt.Code), C.uint8_t(dt.Bits))
+	t := C.mlc_export(blk.hdr, data, vers, C.int32_t(len(v.shape)), &shape[0], C.uint8_t(v.dtype.Code), C.uint8_t(v.dtype.Bits))
 	if t == nil {
 		C.mlc_block_unref(blk.hdr)
 		return fail(statusNoMemory, fn, "allocating the DLPack tensor")

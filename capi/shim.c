@@ -139,6 +139,11 @@ int ml_batch_info(ml_batch_t batch, ml_batch_info_t* out) {
   return mlgo_batch_info(batch, out);
 }
 
+int ml_batch_field(ml_batch_t batch, int32_t field, ml_field_info_t* out) {
+  ENTER();
+  return mlgo_batch_field(batch, field, out);
+}
+
 int ml_batch_export(ml_batch_t batch, int field, int versioned, int64_t stream,
                     void** out) {
   ENTER();

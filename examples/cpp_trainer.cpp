@@ -47,13 +47,18 @@ inline void check(int status) {
 // Batch lives.
 class Batch {
  public:
-  explicit Batch(ml_batch_t h) : h_(h) { check(ml_batch_info(h_, &info_)); }
-  Batch(Batch&& o) noexcept : h_(std::exchange(o.h_, 0)), info_(o.info_) {}
+  explicit Batch(ml_batch_t h) : h_(h) {
+    check(ml_batch_info(h_, &info_));
+    check(ml_batch_field(h_, ML_FIELD_DATA, &data_));
+  }
+  Batch(Batch&& o) noexcept
+      : h_(std::exchange(o.h_, 0)), info_(o.info_), data_(o.data_) {}
   Batch& operator=(Batch&& o) noexcept {
     if (this != &o) {
       ml_batch_release(h_);
       h_ = std::exchange(o.h_, 0);
       info_ = o.info_;
+      data_ = o.data_;
     }
     return *this;
   }
@@ -62,17 +67,18 @@ class Batch {
   ~Batch() { ml_batch_release(h_); }
 
   const ml_batch_info_t& info() const { return info_; }
-  const float* data() const { return static_cast<const float*>(info_.data); }
+  const float* data() const { return static_cast<const float*>(data_.data); }
   int64_t rows() const { return info_.num_samples; }
   int64_t row_elems() const {
     int64_t n = 1;
-    for (int i = 1; i < info_.ndim; i++) n *= info_.shape[i];
+    for (int i = 1; i < data_.ndim; i++) n *= data_.shape[i];
     return n;
   }
 
  private:
   ml_batch_t h_;
   ml_batch_info_t info_{};
+  ml_field_info_t data_{};  // field 0, "data"
 };
 
 // Loader owns a loader handle.

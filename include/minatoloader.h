@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change of this header. */
-#define ML_ABI_VERSION 1
+#define ML_ABI_VERSION 2
 
 /* ---------------------------------------------------------------- DLPack
  * The subset of dlpack.h (v1.1) that the library produces. If the real
@@ -114,12 +114,15 @@ typedef enum {
 typedef uint64_t ml_loader_t; /* 0 is invalid */
 typedef uint64_t ml_batch_t;  /* 0 is invalid */
 
-/* Fields of a batch that can be exported as DLPack. */
-typedef enum {
-  ML_FIELD_DATA = 0,    /* [n, *sample_shape], the configured dtype */
-  ML_FIELD_LABELS = 1,  /* [n] int64 */
-  ML_FIELD_INDICES = 2  /* [n] int64, the dataset index of each sample */
-} ml_field;
+/* Fields of a batch. A dataset declares its fields; they are numbered
+ * 0..num_fields-1 in its order (ml_batch_field gives each one's name, shape
+ * and dtype). The synthetic dataset's are 0 "data" and 1 "label" (int64).
+ * ML_FIELD_INDICES is the dataset index of each row, in every batch. */
+enum {
+  ML_FIELD_DATA = 0,     /* field 0 */
+  ML_FIELD_LABELS = 1,   /* field 1 */
+  ML_FIELD_INDICES = -1  /* [n] int64 */
+};
 
 #define ML_MAX_NDIM 8
 
@@ -131,15 +134,21 @@ typedef struct {
   int64_t seq;           /* 0-based position of the batch in its epoch */
   int64_t num_samples;   /* rows in this batch (the last one may be short) */
   int64_t num_slow;      /* rows that went through the slow lane */
-  int32_t ndim;          /* of data, including the batch dimension */
-  int64_t shape[ML_MAX_NDIM];
-  DLDataType dtype;
+  int32_t num_fields;    /* fields 0..num_fields-1 (ml_batch_field) */
   DLDevice device;       /* kDLCPU today; kDLCUDA once the GPU path lands */
-  void* data;            /* 256-byte aligned, contiguous row-major */
-  uint64_t data_bytes;
-  int64_t* labels;       /* num_samples entries */
-  int64_t* indices;      /* num_samples entries */
+  int64_t* indices;      /* num_samples entries (NULL when 0 rows) */
 } ml_batch_info_t;
+
+/* What ml_batch_field() reports for one field. */
+typedef struct {
+  const char* name;      /* NUL-terminated; valid while the library is loaded */
+  int32_t ndim;          /* including the batch dimension */
+  int64_t shape[ML_MAX_NDIM]; /* shape[0] == num_samples */
+  DLDataType dtype;
+  DLDevice device;
+  void* data;            /* 256-byte aligned, contiguous row-major */
+  uint64_t bytes;
+} ml_field_info_t;
 
 /* Library-wide counters; a clean shutdown brings every live_* to 0. */
 typedef struct {
@@ -214,12 +223,18 @@ int ml_loader_close(ml_loader_t loader);
  * ML_ERR_INVALID_HANDLE. */
 int ml_batch_info(ml_batch_t batch, ml_batch_info_t* out);
 
+/* Fills *out with field `field` (0..num_fields-1, or ML_FIELD_INDICES).
+ * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT (out is NULL or no such field),
+ * ML_ERR_INVALID_HANDLE. */
+int ml_batch_field(ml_batch_t batch, int32_t field, ml_field_info_t* out);
+
 /* Exports one field of a batch as a DLPack managed tensor.
  * versioned != 0 gives a DLManagedTensorVersioned*, else a DLManagedTensor*.
  * stream is the consumer's stream for device batches (DLPack __dlpack__
  * semantics); it must be -1 or 0 for CPU batches.
- * The tensor is C-contiguous (strides NULL) on {kDLCPU, 0}; labels and
- * indices are [n] int64. A versioned tensor has version {1, 1}, flags 0.
+ * field is 0..num_fields-1 or ML_FIELD_INDICES (shapes and dtypes as
+ * ml_batch_field reports them). The tensor is C-contiguous (strides NULL)
+ * on {kDLCPU, 0}. A versioned tensor has version {1, 1}, flags 0.
  * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT (field, stream, or out NULL),
  * ML_ERR_INVALID_HANDLE, ML_ERR_NO_MEMORY.
  * OWNERSHIP: the caller owns *out and must call its deleter exactly once

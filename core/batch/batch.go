@@ -1,16 +1,21 @@
 // Package batch defines a built batch and the allocator its memory comes
 // from.
 //
+// A batch has one or more named fields (a source declares them with
+// FieldSpec: the samples' "data" and "label", an image and its mask, ...),
+// each stored as one contiguous row-major array [N, shape...], plus the
+// dataset index of every row.
+//
 // The scheduler never allocates batch memory itself: an Allocator supplies
 // one Block per batch, so that the C ABI can hand out C memory (never Go
-// heap) while Go tests use Go memory. A Block holds three regions, each
-// starting at a multiple of Align bytes: the data rows, the int64 labels and
-// the int64 sample indices.
+// heap) while Go tests use Go memory. Every region of a block (each field,
+// then the indices) starts at a multiple of Align bytes.
 package batch
 
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 
@@ -20,8 +25,56 @@ import (
 // Align is the alignment of every region of a batch, in bytes.
 const Align = 256
 
+// MaxNDim bounds a field's dimensions, the batch dimension included.
+const MaxNDim = 8
+
 // ErrNoMemory is returned (wrapped) when an Allocator cannot supply a block.
 var ErrNoMemory = errors.New("batch: out of memory")
+
+// FieldSpec describes one field of every sample: its name, element type and
+// fixed shape (without the batch dimension; empty for a scalar).
+type FieldSpec struct {
+	Name  string
+	DType config.DType
+	Shape []int64
+}
+
+// Bytes is the size of one sample's value of the field.
+func (f FieldSpec) Bytes() int {
+	n := f.DType.Size()
+	for _, d := range f.Shape {
+		n *= int(d)
+	}
+	return n
+}
+
+// Validate checks a list of specs: at least one, unique non-empty names,
+// shapes of at most MaxNDim-1 positive dimensions.
+func Validate(specs []FieldSpec) error {
+	if len(specs) == 0 {
+		return errors.New("batch: a source must declare at least one field")
+	}
+	seen := map[string]bool{}
+	for _, f := range specs {
+		switch {
+		case f.Name == "":
+			return errors.New("batch: a field has no name")
+		case seen[f.Name]:
+			return fmt.Errorf("batch: field %q declared twice", f.Name)
+		case len(f.Shape) > MaxNDim-1:
+			return fmt.Errorf("batch: field %q has %d dimensions, at most %d", f.Name, len(f.Shape), MaxNDim-1)
+		case f.DType.Size() == 0:
+			return fmt.Errorf("batch: field %q has no element type", f.Name)
+		}
+		for _, d := range f.Shape {
+			if d < 1 {
+				return fmt.Errorf("batch: field %q has shape %v: every dimension must be >= 1", f.Name, f.Shape)
+			}
+		}
+		seen[f.Name] = true
+	}
+	return nil
+}
 
 // Block is one batch's memory. Bytes is stable for the block's life and its
 // first byte is Align-aligned. Release is called exactly once, by the Batch
@@ -36,85 +89,84 @@ type Allocator interface {
 	Alloc(size int) (Block, error)
 }
 
-// Layout is where the regions of a batch of n rows lie in its block.
-type Layout struct {
-	RowBytes   int
-	DataOff    int
-	LabelsOff  int
-	IndicesOff int
-	Size       int
-	N          int
+// Field is one field of a batch: Data holds N rows of the spec's shape.
+type Field struct {
+	Name  string
+	DType config.DType
+	Shape []int64 // [N, spec shape...]
+	Data  []byte
 }
 
-// LayoutFor computes the layout of a batch of n rows of rowBytes each.
-func LayoutFor(n, rowBytes int) Layout {
-	up := func(x int) int { return (x + Align - 1) / Align * Align }
-	l := Layout{RowBytes: rowBytes, N: n}
-	l.LabelsOff = up(n * rowBytes)
-	l.IndicesOff = l.LabelsOff + up(n*8)
-	l.Size = l.IndicesOff + up(n*8)
-	if l.Size == 0 {
-		l.Size = Align
-	}
-	return l
+// Row returns row i of the field.
+func (f *Field) Row(i int) []byte {
+	rb := len(f.Data) / max(int(f.Shape[0]), 1)
+	return f.Data[i*rb : (i+1)*rb : (i+1)*rb]
 }
 
-// Batch is a built batch. Rows [0, N) of Data hold the samples; Labels[i]
-// and Indices[i] belong to row i. A Batch is owned by one goroutine at a
-// time; Release frees its block once and is idempotent.
+// Batch is a built batch. Fields[k].Row(i) and Indices[i] belong to row i.
+// A Batch is owned by one goroutine at a time; Release frees its block once
+// and is idempotent.
 type Batch struct {
 	Epoch   int64
 	Seq     int64 // position of the batch in its epoch, from 0
 	N       int
 	NumSlow int
-	Shape   []int64 // [N, sample shape...]
-	DType   config.DType
-	Data    []byte
-	Labels  []int64
+	Fields  []Field
 	Indices []int64
 	Block   Block
 
 	released atomic.Bool
 }
 
-// New allocates a batch of n rows with the given sample shape and dtype.
-func New(alloc Allocator, n int, sampleShape []int64, dt config.DType) (*Batch, error) {
-	rowBytes := dt.Size()
-	for _, s := range sampleShape {
-		rowBytes *= int(s)
+func alignUp(x int) int { return (x + Align - 1) / Align * Align }
+
+// New allocates a batch of n rows of the given fields.
+func New(alloc Allocator, n int, specs []FieldSpec) (*Batch, error) {
+	size := 0
+	offs := make([]int, len(specs))
+	for k, f := range specs {
+		offs[k] = size
+		size += alignUp(n * f.Bytes())
 	}
-	lay := LayoutFor(n, rowBytes)
-	blk, err := alloc.Alloc(lay.Size)
+	idxOff := size
+	size = max(size+alignUp(n*8), Align)
+	blk, err := alloc.Alloc(size)
 	if err != nil {
-		return nil, fmt.Errorf("batch of %d rows (%d bytes): %w", n, lay.Size, err)
+		return nil, fmt.Errorf("batch of %d rows (%d bytes): %w", n, size, err)
 	}
 	mem := blk.Bytes()
-	if len(mem) < lay.Size {
+	if len(mem) < size {
 		blk.Release()
-		return nil, fmt.Errorf("batch: allocator returned %d bytes, want %d", len(mem), lay.Size)
+		return nil, fmt.Errorf("batch: allocator returned %d bytes, want %d", len(mem), size)
 	}
 	if uintptr(unsafe.Pointer(unsafe.SliceData(mem)))%Align != 0 {
 		blk.Release()
 		return nil, fmt.Errorf("batch: allocator returned memory not aligned to %d bytes", Align)
 	}
-	b := &Batch{
-		N:     n,
-		Shape: append([]int64{int64(n)}, sampleShape...),
-		DType: dt,
-		Data:  mem[: n*rowBytes : n*rowBytes],
-		Block: blk,
+	b := &Batch{N: n, Block: blk, Fields: make([]Field, len(specs))}
+	for k, f := range specs {
+		end := offs[k] + n*f.Bytes()
+		b.Fields[k] = Field{
+			Name:  f.Name,
+			DType: f.DType,
+			Shape: append([]int64{int64(n)}, slices.Clone(f.Shape)...),
+			Data:  mem[offs[k]:end:end],
+		}
 	}
 	if n > 0 {
-		b.Labels = unsafe.Slice((*int64)(unsafe.Pointer(&mem[lay.LabelsOff])), n)
-		b.Indices = unsafe.Slice((*int64)(unsafe.Pointer(&mem[lay.IndicesOff])), n)
+		b.Indices = unsafe.Slice((*int64)(unsafe.Pointer(&mem[idxOff])), n)
 	}
 	return b, nil
 }
 
-// Row returns row i of Data.
-func (b *Batch) Row(i int) []byte {
-	rb := len(b.Data) / max(b.N, 1)
-	return b.Data[i*rb : (i+1)*rb : (i+1)*rb]
+// Field returns the field called name, or nil.
+func (b *Batch) Field(name string) *Field {
+	for k := range b.Fields {
+		if b.Fields[k].Name == name {
+			return &b.Fields[k]
+		}
+	}
+	return nil
 }
 
 // Release frees the batch's block. Safe to call more than once.
@@ -134,14 +186,11 @@ type GoAllocator struct {
 
 type goBlock struct {
 	a   *GoAllocator
-	buf []byte
 	mem []byte
 }
 
 func (g *goBlock) Bytes() []byte { return g.mem }
-func (g *goBlock) Release() {
-	g.a.live.Add(-1)
-}
+func (g *goBlock) Release()      { g.a.live.Add(-1) }
 
 // Alloc returns a block of size bytes.
 func (a *GoAllocator) Alloc(size int) (Block, error) {
@@ -152,7 +201,7 @@ func (a *GoAllocator) Alloc(size int) (Block, error) {
 	off := int((Align - uintptr(unsafe.Pointer(unsafe.SliceData(buf)))%Align) % Align)
 	a.live.Add(1)
 	a.total.Add(1)
-	return &goBlock{a: a, buf: buf, mem: buf[off : off+size : off+size]}, nil
+	return &goBlock{a: a, mem: buf[off : off+size : off+size]}, nil
 }
 
 // Live reports blocks allocated and not yet released.

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/minatoloader/minatoloader/core/batch"
 	"github.com/minatoloader/minatoloader/core/config"
 	"github.com/minatoloader/minatoloader/core/sampler"
 )
@@ -21,12 +22,23 @@ import (
 // from there, any other starts over.
 var ErrTimedOut = errors.New("step timed out")
 
-// Sample is one sample in flight. Data holds exactly one row of the batch
-// (the source's shape and dtype).
-type Sample struct {
-	Index int64
-	Label int64
+// Array is one named value of a sample: Data holds the field's Shape of
+// DType, row-major.
+type Array struct {
+	DType config.DType
+	Shape []int64
 	Data  []byte
+}
+
+// Sample is one sample in flight. Fields follow the source's Fields() specs,
+// in order; the scheduler hands each step buffers of the declared sizes. A
+// step may replace a field's Data with a slice of its own, of the same size;
+// a field whose shape or size differs from its spec when the sample reaches
+// the batch is an error naming the field (make sizes uniform with a
+// transform first).
+type Sample struct {
+	Index  int64
+	Fields []Array
 	// Resume is a step's own continuation: a step that returns ErrTimedOut
 	// may leave its progress here, and finds it again when it is run anew
 	// for this sample. The scheduler clears it whenever a step completes.
@@ -73,22 +85,31 @@ type Step struct {
 	Fn   func(c *Ctx, s *Sample) error
 }
 
-// Source is a native dataset. Load fills s.Data (len == row size) and
-// s.Label for index. Steps run, in order, after Load. Safe for concurrent
-// use.
+// Source is a native dataset. Fields declares what every sample yields
+// (fixed shapes); Load fills the sample's fields for index; Steps run, in
+// order, after Load. Safe for concurrent use.
 type Source interface {
 	Len() int64
-	SampleShape() []int64
-	DType() config.DType
+	Fields() []batch.FieldSpec
 	Load(c *Ctx, index int64, s *Sample) error
 	Steps() []Step
 }
 
-// RowBytes is the size of one sample of src.
-func RowBytes(src Source) int {
-	n := src.DType().Size()
-	for _, d := range src.SampleShape() {
-		n *= int(d)
+// SampleBytes is the size of one sample of all fields.
+func SampleBytes(specs []batch.FieldSpec) int {
+	n := 0
+	for _, f := range specs {
+		n += f.Bytes()
 	}
 	return n
+}
+
+// NewSample returns a sample with freshly allocated fields of specs (the
+// scheduler uses pooled buffers instead; this is for tests and tools).
+func NewSample(specs []batch.FieldSpec) Sample {
+	s := Sample{Fields: make([]Array, len(specs))}
+	for k, f := range specs {
+		s.Fields[k] = Array{DType: f.DType, Shape: f.Shape, Data: make([]byte, f.Bytes())}
+	}
+	return s
 }

@@ -13,13 +13,11 @@ import (
 // noopSource has no-op steps: what remains is the scheduler's own cost.
 type noopSource struct{ n int64 }
 
-func (s noopSource) Len() int64           { return s.n }
-func (s noopSource) SampleShape() []int64 { return []int64{4} }
-func (s noopSource) DType() config.DType  { return config.DTypes["float32"] }
-func (s noopSource) Load(c *pipeline.Ctx, i int64, smp *pipeline.Sample) error {
-	smp.Label = i
-	return nil
+func (s noopSource) Len() int64 { return s.n }
+func (s noopSource) Fields() []batch.FieldSpec {
+	return []batch.FieldSpec{{Name: "data", DType: config.DTypes["float32"], Shape: []int64{4}}}
 }
+func (s noopSource) Load(c *pipeline.Ctx, i int64, smp *pipeline.Sample) error { return nil }
 func (s noopSource) Steps() []pipeline.Step {
 	return []pipeline.Step{{Name: "noop", Fn: func(*pipeline.Ctx, *pipeline.Sample) error { return nil }}}
 }

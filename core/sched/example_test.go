@@ -31,7 +31,7 @@ func ExampleLoader() {
 		if err != nil {
 			panic(err)
 		}
-		fmt.Println(b.Seq, b.Shape, b.Indices)
+		fmt.Println(b.Seq, b.Field("data").Shape, b.Indices)
 		b.Release()
 	}
 	// Output:

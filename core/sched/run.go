@@ -3,6 +3,8 @@ package sched
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,7 +17,7 @@ import (
 type item struct {
 	pos     int // position in the epoch's order
 	smp     pipeline.Sample
-	buf     *[]byte
+	buf     *sampleBuf
 	next    int           // index of the next step to run
 	elapsed time.Duration // processing time so far (both lanes)
 	slow    bool
@@ -217,7 +219,7 @@ func (r *epochRun) fastWorker(id int) {
 			return
 		}
 		it.buf = l.getBuf()
-		it.smp.Data = *it.buf
+		it.smp.Fields = it.buf.fields
 		it.smp.Index = r.order[it.pos]
 		it.smp.Resume = nil
 		timeout, learned := l.est.Threshold()
@@ -321,20 +323,36 @@ func (r *epochRun) failWith(err error) {
 	}
 }
 
-// place copies a sample into row `row` of b and recycles its buffer.
-func (r *epochRun) place(b *batch.Batch, row int, it *item) {
-	copy(b.Row(row), it.smp.Data)
-	b.Labels[row] = it.smp.Label
+// place copies a sample into row `row` of b and recycles its buffer. A
+// field whose shape or size is not its spec's fails the sample.
+func (r *epochRun) place(b *batch.Batch, row int, it *item) error {
+	defer func() {
+		r.l.putBuf(it.buf)
+		it.buf = nil
+	}()
+	if len(it.smp.Fields) != len(r.l.specs) {
+		return &SampleError{Index: it.smp.Index, Step: "batch", Err: fmt.Errorf(
+			"%d fields, the source declares %d", len(it.smp.Fields), len(r.l.specs))}
+	}
+	for k, f := range it.smp.Fields {
+		spec := r.l.specs[k]
+		if len(f.Data) != spec.Bytes() || !slices.Equal(f.Shape, spec.Shape) || f.DType != spec.DType {
+			return &SampleError{Index: it.smp.Index, Step: "batch", Err: fmt.Errorf(
+				"field %q has shape %v (%d bytes), but every sample must have shape %v (%d bytes): "+
+					"make sizes uniform with a transform (resize, crop, pad, trim) before batching",
+				spec.Name, f.Shape, len(f.Data), spec.Shape, spec.Bytes())}
+		}
+		copy(b.Fields[k].Row(row), f.Data)
+	}
 	b.Indices[row] = it.smp.Index
 	if it.slow {
 		b.NumSlow++
 	}
-	r.l.putBuf(it.buf)
-	it.buf = nil
+	return nil
 }
 
 func (r *epochRun) newBatch(seq int64, n int) (*batch.Batch, error) {
-	b, err := batch.New(r.l.alloc, n, r.l.shape, r.l.dtype)
+	b, err := batch.New(r.l.alloc, n, r.l.specs)
 	if err != nil {
 		return nil, err
 	}
@@ -440,7 +458,11 @@ func (r *epochRun) buildAnyOrder() {
 				r.failWith(it.err)
 				return
 			}
-			r.place(b, row, it)
+			if err := r.place(b, row, it); err != nil {
+				b.Release()
+				r.failWith(err)
+				return
+			}
 			row++
 		}
 		placed += n
@@ -500,7 +522,10 @@ func (r *epochRun) buildInOrder() {
 			}
 			pending[k] = b
 		}
-		r.place(b, it.pos-k*B, it)
+		if err := r.place(b, it.pos-k*B, it); err != nil {
+			r.failWith(err)
+			return
+		}
 		filled[k]++
 		for next < nb && pending[next] != nil && filled[next] == pending[next].N {
 			b := pending[next]

@@ -28,15 +28,14 @@ func LiveGoroutines() int64 { return liveGoroutines.Load() }
 // Loader runs the fast/slow lane scheduler over a Source. Its methods are
 // safe for concurrent use; one epoch runs at a time.
 type Loader struct {
-	cfg      config.Config
-	src      pipeline.Source
-	alloc    batch.Allocator
-	rowBytes int
-	shape    []int64
-	dtype    config.DType
-	steps    []pipeline.Step
-	est      *threshold.Estimator
-	pool     sync.Pool // *[]byte of rowBytes
+	cfg   config.Config
+	src   pipeline.Source
+	alloc batch.Allocator
+	specs []batch.FieldSpec
+	offs  []int // offset of each field in a sample buffer
+	steps []pipeline.Step
+	est   *threshold.Estimator
+	pool  sync.Pool // *sampleBuf
 
 	active   atomic.Int32 // fast-lane width
 	wakeMu   sync.Mutex
@@ -67,14 +66,21 @@ func New(cfg config.Config, src pipeline.Source, alloc batch.Allocator) (*Loader
 	if src == nil || alloc == nil {
 		return nil, errors.New("sched: nil source or allocator")
 	}
+	specs := src.Fields()
+	if err := batch.Validate(specs); err != nil {
+		return nil, err
+	}
 	l := &Loader{
-		cfg:      cfg,
-		src:      src,
-		alloc:    alloc,
-		rowBytes: pipeline.RowBytes(src),
-		shape:    src.SampleShape(),
-		dtype:    src.DType(),
-		wake:     make(chan struct{}),
+		cfg:   cfg,
+		src:   src,
+		alloc: alloc,
+		specs: specs,
+		wake:  make(chan struct{}),
+	}
+	size := 0
+	for _, f := range specs {
+		l.offs = append(l.offs, size)
+		size += f.Bytes()
 	}
 	l.steps = append([]pipeline.Step{{Name: "load", Fn: func(c *pipeline.Ctx, s *pipeline.Sample) error {
 		return src.Load(c, c.Index, s)
@@ -87,7 +93,9 @@ func New(cfg config.Config, src pipeline.Source, alloc batch.Allocator) (*Loader
 		SlowFractionLimit: cfg.SlowFractionLimit,
 		Min:               time.Duration(cfg.MinTimeoutMS * float64(time.Millisecond)),
 	})
-	l.pool.New = func() any { b := make([]byte, l.rowBytes); return &b }
+	l.pool.New = func() any {
+		return &sampleBuf{mem: make([]byte, size), fields: make([]pipeline.Array, len(specs))}
+	}
 	l.active.Store(int32(cfg.Workers))
 	return l, nil
 }
@@ -244,5 +252,26 @@ func (l *Loader) wakeChan() <-chan struct{} {
 	return l.wake
 }
 
-func (l *Loader) getBuf() *[]byte  { return l.pool.Get().(*[]byte) }
-func (l *Loader) putBuf(b *[]byte) { l.pool.Put(b) }
+// sampleBuf is the pooled memory of one sample in flight: one buffer cut
+// into its fields.
+type sampleBuf struct {
+	mem    []byte
+	fields []pipeline.Array
+}
+
+// getBuf returns a sample buffer whose fields match the specs (a step may
+// have replaced a field's Data or Shape while the buffer was last in use).
+func (l *Loader) getBuf() *sampleBuf {
+	b := l.pool.Get().(*sampleBuf)
+	for k, f := range l.specs {
+		end := l.offs[k] + f.Bytes()
+		b.fields[k] = pipeline.Array{DType: f.DType, Shape: f.Shape, Data: b.mem[l.offs[k]:end:end]}
+	}
+	return b
+}
+
+func (l *Loader) putBuf(b *sampleBuf) {
+	if b != nil {
+		l.pool.Put(b)
+	}
+}

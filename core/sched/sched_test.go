@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,19 +27,22 @@ type testSource struct {
 	hook func(c *pipeline.Ctx, s *pipeline.Sample) error
 }
 
-func (t *testSource) Len() int64           { return t.n }
-func (t *testSource) SampleShape() []int64 { return t.shape }
-func (t *testSource) DType() config.DType  { return config.DTypes["int64"] }
+func (t *testSource) Len() int64 { return t.n }
+func (t *testSource) Fields() []batch.FieldSpec {
+	i64 := config.DTypes["int64"]
+	return []batch.FieldSpec{{Name: "data", DType: i64, Shape: t.shape}, {Name: "label", DType: i64}}
+}
 func (t *testSource) Load(c *pipeline.Ctx, index int64, s *pipeline.Sample) error {
-	for i := 0; i+8 <= len(s.Data); i += 8 {
-		putInt64(s.Data[i:], index)
+	d := s.Fields[0].Data
+	for i := 0; i+8 <= len(d); i += 8 {
+		putInt64(d[i:], index)
 	}
-	s.Label = index % 7
+	putInt64(s.Fields[1].Data, index%7)
 	return nil
 }
 func (t *testSource) Steps() []pipeline.Step {
 	noise := pipeline.Step{Name: "noise", Fn: func(c *pipeline.Ctx, s *pipeline.Sample) error {
-		s.Data[0] ^= byte(c.Rand.Uint64())
+		s.Fields[0].Data[0] ^= byte(c.Rand.Uint64())
 		return nil
 	}}
 	if t.hook == nil {
@@ -201,7 +205,7 @@ func TestSameBytesOnBothLanes(t *testing.T) {
 		m := map[int64][]byte{}
 		for _, b := range bs {
 			for i := 0; i < b.N; i++ {
-				m[b.Indices[i]] = slices.Clone(b.Row(i))
+				m[b.Indices[i]] = slices.Clone(b.Fields[0].Row(i))
 			}
 		}
 		releaseAll(bs)
@@ -609,5 +613,41 @@ func TestMemoryFlatOverEpochs(t *testing.T) {
 	}
 	if want := int64(30 * 32); alloc.Total() != want {
 		t.Fatalf("%d blocks allocated over 30 epochs, want %d (one per batch)", alloc.Total(), want)
+	}
+}
+
+// TestVariableSizeFieldIsAClearError: a step that leaves a field at another
+// size than declared fails that sample with an error naming the field.
+func TestVariableSizeFieldIsAClearError(t *testing.T) {
+	src := &testSource{n: 20, shape: []int64{4}, hook: func(c *pipeline.Ctx, s *pipeline.Sample) error {
+		if s.Index == 9 {
+			s.Fields[0].Data = make([]byte, 3*8)
+			s.Fields[0].Shape = []int64{3}
+		}
+		return nil
+	}}
+	for _, inOrder := range []bool{true, false} {
+		cfg := cfgFor(t, fmt.Sprintf(`{"batch_size": 4, "in_order": %v}`, inOrder))
+		var alloc batch.GoAllocator
+		l, _ := New(cfg, src, &alloc)
+		l.StartEpoch(0)
+		var serr *SampleError
+		for {
+			b, err := l.Next(context.Background())
+			if err == io.EOF {
+				t.Fatal("epoch ended without the size error")
+			}
+			if err != nil {
+				if !errors.As(err, &serr) || serr.Index != 9 || !strings.Contains(err.Error(), `field "data" has shape [3]`) {
+					t.Fatalf("got %v, want a SampleError for index 9 naming field \"data\"", err)
+				}
+				break
+			}
+			b.Release()
+		}
+		l.Close()
+		if alloc.Live() != 0 {
+			t.Fatalf("%d blocks live", alloc.Live())
+		}
 	}
 }

@@ -24,19 +24,23 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/minatoloader/minatoloader/core/batch"
 	"github.com/minatoloader/minatoloader/core/config"
 	"github.com/minatoloader/minatoloader/core/pipeline"
 	"github.com/minatoloader/minatoloader/core/sampler"
 )
 
-// Source implements pipeline.Source.
+// Source implements pipeline.Source. Every sample has two fields: "data"
+// (the configured shape and dtype) and "label" (an int64 scalar in
+// [0, num_classes)).
 type Source struct {
-	d     config.Dataset
-	dt    config.DType
-	light time.Duration
-	heavy time.Duration
-	fail  map[int64]bool
-	steps []pipeline.Step
+	d      config.Dataset
+	dt     config.DType
+	fields []batch.FieldSpec
+	light  time.Duration
+	heavy  time.Duration
+	fail   map[int64]bool
+	steps  []pipeline.Step
 }
 
 // New builds a source from a validated dataset config.
@@ -55,6 +59,13 @@ func New(d config.Dataset) (*Source, error) {
 	for _, i := range d.FailIndices {
 		s.fail[i] = true
 	}
+	s.fields = []batch.FieldSpec{
+		{Name: "data", DType: dt, Shape: slices.Clone(d.Shape)},
+		{Name: "label", DType: config.DTypes["int64"]},
+	}
+	if err := batch.Validate(s.fields); err != nil {
+		return nil, err
+	}
 	s.steps = []pipeline.Step{
 		{Name: "light", Fn: s.lightStep},
 		{Name: "heavy", Fn: s.heavyStep},
@@ -65,11 +76,8 @@ func New(d config.Dataset) (*Source, error) {
 // Len implements pipeline.Source.
 func (s *Source) Len() int64 { return s.d.Length }
 
-// SampleShape implements pipeline.Source.
-func (s *Source) SampleShape() []int64 { return slices.Clone(s.d.Shape) }
-
-// DType implements pipeline.Source.
-func (s *Source) DType() config.DType { return s.dt }
+// Fields implements pipeline.Source.
+func (s *Source) Fields() []batch.FieldSpec { return s.fields }
 
 // Steps implements pipeline.Source.
 func (s *Source) Steps() []pipeline.Step { return s.steps }
@@ -100,8 +108,8 @@ func (s *Source) Load(c *pipeline.Ctx, index int64, smp *pipeline.Sample) error 
 	}
 	smp.Index = index
 	r := sampler.NewRNG(0x5EED, uint64(index))
-	smp.Label = int64(r.Below(uint64(s.d.NumClasses)))
-	fill(smp.Data, s.dt, &r)
+	binary.LittleEndian.PutUint64(smp.Fields[1].Data, r.Below(uint64(s.d.NumClasses)))
+	fill(smp.Fields[0].Data, s.dt, &r)
 	return nil
 }
 
@@ -109,7 +117,7 @@ func (s *Source) lightStep(c *pipeline.Ctx, smp *pipeline.Sample) error {
 	if err := spend(c, smp, s.light, s.d.CostKind, false); err != nil {
 		return err
 	}
-	affine(smp.Data, s.dt, 2, -1)
+	affine(smp.Fields[0].Data, s.dt, 2, -1)
 	return nil
 }
 
@@ -120,7 +128,7 @@ func (s *Source) heavyStep(c *pipeline.Ctx, smp *pipeline.Sample) error {
 	if err := spend(c, smp, s.heavy, s.d.CostKind, true); err != nil {
 		return err
 	}
-	noise(smp.Data, s.dt, &c.Rand)
+	noise(smp.Fields[0].Data, s.dt, &c.Rand)
 	return nil
 }
 

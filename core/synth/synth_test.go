@@ -25,7 +25,7 @@ func newSrc(t *testing.T, mut func(*config.Dataset)) *Source {
 
 func run(t *testing.T, s *Source, index, epoch int64) []byte {
 	t.Helper()
-	smp := pipeline.Sample{Data: make([]byte, pipeline.RowBytes(s))}
+	smp := pipeline.NewSample(s.Fields())
 	var c pipeline.Ctx
 	c.Reset(1, epoch, index, 0, time.Time{})
 	if err := s.Load(&c, index, &smp); err != nil {
@@ -37,7 +37,7 @@ func run(t *testing.T, s *Source, index, epoch int64) []byte {
 			t.Fatal(err)
 		}
 	}
-	return smp.Data
+	return smp.Fields[0].Data
 }
 
 func TestDeterministicPerIndexAndEpoch(t *testing.T) {
@@ -89,14 +89,14 @@ func TestBusyCostIsCPUTime(t *testing.T) {
 func TestHeavyStepPreempts(t *testing.T) {
 	for _, kind := range []string{"busy", "sleep"} {
 		s := newSrc(t, func(d *config.Dataset) { d.HeavyCostUS, d.HeavyEvery, d.CostKind = 1e6, 1, kind })
-		smp := pipeline.Sample{Index: 0, Data: make([]byte, pipeline.RowBytes(s))}
+		smp := pipeline.NewSample(s.Fields())
 		var c pipeline.Ctx
 		c.Reset(1, 0, 0, 2, time.Now().Add(2*time.Millisecond))
-		before := append([]byte(nil), smp.Data...)
+		before := append([]byte(nil), smp.Fields[0].Data...)
 		if err := s.Steps()[1].Fn(&c, &smp); err != pipeline.ErrTimedOut {
 			t.Fatalf("%s: got %v, want ErrTimedOut", kind, err)
 		}
-		if !bytes.Equal(before, smp.Data) {
+		if !bytes.Equal(before, smp.Fields[0].Data) {
 			t.Fatalf("%s: a preempted step changed the sample", kind)
 		}
 		owed, ok := smp.Resume.(time.Duration)
@@ -114,7 +114,7 @@ func TestHeavyStepPreempts(t *testing.T) {
 
 func TestFailIndices(t *testing.T) {
 	s := newSrc(t, func(d *config.Dataset) { d.FailIndices = []int64{3} })
-	smp := pipeline.Sample{Data: make([]byte, pipeline.RowBytes(s))}
+	smp := pipeline.NewSample(s.Fields())
 	var c pipeline.Ctx
 	if err := s.Load(&c, 3, &smp); err == nil {
 		t.Fatal("no error for a failing index")

@@ -47,7 +47,7 @@ from .errors import (
     StateError,
 )
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 LIBRARY_ENV = "MINATOLOADER_LIBRARY"
 LIBRARY_NAME = "libminatoloader.so"
 
@@ -94,7 +94,7 @@ _ERROR_CLASSES = {
 # ml_field
 FIELD_DATA = 0
 FIELD_LABELS = 1
-FIELD_INDICES = 2
+FIELD_INDICES = -1
 
 MAX_NDIM = 8
 
@@ -160,14 +160,23 @@ class BatchInfo(Structure):
         ("seq", c_int64),
         ("num_samples", c_int64),
         ("num_slow", c_int64),
+        ("num_fields", c_int32),
+        ("device", DLDevice),
+        ("indices", POINTER(c_int64)),
+    ]
+
+
+class FieldInfo(Structure):
+    """ml_field_info_t."""
+
+    _fields_ = [
+        ("name", ctypes.c_char_p),
         ("ndim", c_int32),
         ("shape", c_int64 * MAX_NDIM),
         ("dtype", DLDataType),
         ("device", DLDevice),
         ("data", c_void_p),
-        ("data_bytes", c_uint64),
-        ("labels", POINTER(c_int64)),
-        ("indices", POINTER(c_int64)),
+        ("bytes", c_uint64),
     ]
 
 
@@ -194,6 +203,7 @@ _PROTOTYPES: dict[str, tuple[object, list[object]]] = {
     "ml_loader_stats": (c_int, [c_uint64, c_char_p, c_size_t, POINTER(c_size_t)]),
     "ml_loader_close": (c_int, [c_uint64]),
     "ml_batch_info": (c_int, [c_uint64, POINTER(BatchInfo)]),
+    "ml_batch_field": (c_int, [c_uint64, c_int32, POINTER(FieldInfo)]),
     "ml_batch_export": (c_int, [c_uint64, c_int, c_int, c_int64, POINTER(c_void_p)]),
     "ml_batch_release": (c_int, [c_uint64]),
     "ml_dlpack_capsule_destructor": (None, [c_void_p]),
@@ -422,6 +432,13 @@ def batch_info(batch: int) -> BatchInfo:
     lib = library()
     info = BatchInfo()
     _check(lib, lib.ml_batch_info(batch, byref(info)), "ml_batch_info")
+    return info
+
+
+def batch_field(batch: int, field: int) -> FieldInfo:
+    lib = library()
+    info = FieldInfo()
+    _check(lib, lib.ml_batch_field(batch, field, byref(info)), "ml_batch_field")
     return info
 
 

@@ -49,7 +49,6 @@ DTYPE_NAMES = {
     (6, 8): "bool",
 }
 
-_FIELD_NAMES = {_native.FIELD_DATA: "data", _native.FIELD_LABELS: "labels", _native.FIELD_INDICES: "indices"}
 
 
 def _delete_exported(address: int, versioned: bool) -> None:
@@ -109,8 +108,8 @@ class Tensor:
 
     @property
     def name(self) -> str:
-        """ "data", "labels" or "indices"."""
-        return _FIELD_NAMES.get(self.field, str(self.field))
+        """The field's name ("indices" for FIELD_INDICES)."""
+        return self.batch._fields[self.field][0]
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self.device
@@ -144,7 +143,11 @@ class Tensor:
 class Batch(NativeHandle):
     """A batch handed out by the library. Release it with ``close()`` (or a
     ``with`` block, or by dropping every reference); tensors imported from
-    its fields stay valid after that."""
+    its fields stay valid after that.
+
+    ``names`` lists the dataset's fields in order (a SyntheticDataset has
+    "data" and "label"); ``field(i)`` or ``fields[name]`` gives one as a
+    :class:`Tensor`, ``indices`` the dataset index of each row."""
 
     _kind = "batch"
 
@@ -152,6 +155,8 @@ class Batch(NativeHandle):
         super().__init__(handle, _native.batch_release)
         try:
             info = _native.batch_info(handle)
+            specs = [_native.batch_field(handle, f) for f in range(info.num_fields)]
+            specs.append(_native.batch_field(handle, _native.FIELD_INDICES))
         except BaseException:
             self.close()
             raise
@@ -159,36 +164,43 @@ class Batch(NativeHandle):
         self.seq = int(info.seq)
         self.num_samples = int(info.num_samples)
         self.num_slow = int(info.num_slow)
-        device = (int(info.device.device_type), int(info.device.device_id))
-        key = (int(info.dtype.code), int(info.dtype.bits))
-        dtype = DTYPE_NAMES.get(key, f"dlpack(code={key[0]}, bits={key[1]})")
-        shape = tuple(int(info.shape[i]) for i in range(info.ndim))
-        n = self.num_samples
-        labels_ptr = ctypes.cast(info.labels, c_void_p).value or 0
-        indices_ptr = ctypes.cast(info.indices, c_void_p).value or 0
+        self.device = (int(info.device.device_type), int(info.device.device_id))
         # Field descriptions, not Tensor objects: a Tensor refers to its
         # batch, and storing it here would make a cycle that delays release
         # until the cyclic garbage collector runs.
-        self._fields = {
-            _native.FIELD_DATA: (shape, dtype, int(info.data or 0)),
-            _native.FIELD_LABELS: ((n,), "int64", int(labels_ptr)),
-            _native.FIELD_INDICES: ((n,), "int64", int(indices_ptr)),
-        }
-        self.device = device
+        self._fields: dict[int, tuple[str, tuple[int, ...], str, int]] = {}
+        for number, fi in zip([*range(info.num_fields), _native.FIELD_INDICES], specs):
+            key = (int(fi.dtype.code), int(fi.dtype.bits))
+            dtype = DTYPE_NAMES.get(key, f"dlpack(code={key[0]}, bits={key[1]})")
+            shape = tuple(int(fi.shape[i]) for i in range(fi.ndim))
+            self._fields[number] = (fi.name.decode(), shape, dtype, int(fi.data or 0))
+        self.names = tuple(self._fields[f][0] for f in range(info.num_fields))
 
     def field(self, field: int) -> Tensor:
-        """The Tensor of one field (FIELD_DATA, FIELD_LABELS, FIELD_INDICES)."""
-        shape, dtype, address = self._fields[field]
+        """The Tensor of field number ``field`` (0..len(names)-1, or
+        FIELD_INDICES)."""
+        try:
+            _, shape, dtype, address = self._fields[field]
+        except KeyError:
+            raise IndexError(
+                f"minatoloader: the batch has fields 0..{len(self.names) - 1} {self.names} and FIELD_INDICES; "
+                f"got {field!r}"
+            ) from None
         return Tensor(self, field, shape, dtype, self.device, address)
 
     @property
+    def fields(self) -> dict[str, Tensor]:
+        """Every field by name, in the dataset's order."""
+        return {name: self.field(f) for f, name in enumerate(self.names)}
+
+    @property
     def data(self) -> Tensor:
-        """The samples: [num_samples, *sample_shape] of the dataset's dtype."""
+        """Field 0 (a SyntheticDataset's "data": [num_samples, *shape])."""
         return self.field(_native.FIELD_DATA)
 
     @property
     def labels(self) -> Tensor:
-        """The labels: [num_samples] int64."""
+        """Field 1 (a SyntheticDataset's "label": [num_samples] int64)."""
         return self.field(_native.FIELD_LABELS)
 
     @property
@@ -201,7 +213,8 @@ class Batch(NativeHandle):
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
+        shapes = ", ".join(f"{name}={self._fields[f][1]}" for f, name in enumerate(self.names))
         return (
             f"<minatoloader.Batch epoch={self.epoch} seq={self.seq} samples={self.num_samples} "
-            f"slow={self.num_slow} shape={self._fields[_native.FIELD_DATA][0]} {state}>"
+            f"slow={self.num_slow} {shapes} {state}>"
         )

@@ -74,10 +74,6 @@ def _converter(output: str) -> Callable[[Tensor], Any]:
     return numpy.from_dlpack
 
 
-_FIELDS = (_native.FIELD_DATA, _native.FIELD_LABELS)
-_FIELDS_WITH_INDICES = (_native.FIELD_DATA, _native.FIELD_LABELS, _native.FIELD_INDICES)
-
-
 class _Export:
     """The smallest DLPack producer over a batch handle, for
     numpy.from_dlpack (which wants __dlpack__, not a capsule)."""
@@ -190,6 +186,7 @@ class NativeLoader(NativeHandle):
         # Import torch/numpy now, not on the first batch: a first import of
         # torch takes about a second and would land in time-to-first-batch.
         self._convert = None if self._output == "dlpack" else _converter(self._output)
+        self._item_fields: tuple[int, ...] | None = None
         self._return_indices = bool(return_indices)
         self._batch_timeout = float(batch_timeout)
         options: dict[str, Any] = {
@@ -272,18 +269,25 @@ class NativeLoader(NativeHandle):
         return EpochIterator(self, self._generation, epoch)
 
     def _wrap(self, handle: int) -> tuple[Any, ...]:
-        """Turns a batch handle into the iterator's item. For torch and
-        numpy outputs the fields are exported straight from the handle, which
-        is released at once (the tensors keep the memory alive)."""
+        """Turns a batch handle into the iterator's item: the dataset's
+        fields in order (a SyntheticDataset's data and label), then the
+        indices with ``return_indices``. For torch and numpy outputs the
+        fields are exported straight from the handle, which is released at
+        once (the tensors keep the memory alive)."""
         if self._output == "dlpack":
             batch = Batch(handle)
+            tensors = [batch.field(f) for f in range(len(batch.names))]
             if self._return_indices:
-                return batch.data, batch.labels, batch.indices
-            return batch.data, batch.labels
-        fields = _FIELDS_WITH_INDICES if self._return_indices else _FIELDS
+                tensors.append(batch.indices)
+            return tuple(tensors)
         convert = self._convert
         assert convert is not None
         try:
+            fields = self._item_fields
+            if fields is None:  # the same for every batch of this loader
+                n = _native.batch_info(handle).num_fields
+                fields = (*range(n), _native.FIELD_INDICES) if self._return_indices else tuple(range(n))
+                self._item_fields = fields
             if self._output == "torch":
                 # torch takes a legacy capsule directly: no Python-level
                 # __dlpack__ round trip.

@@ -202,31 +202,43 @@ static void run_epoch(ml_loader_t l, int64_t epoch, int64_t length,
           (long long)info.num_samples);
     CHECK(info.num_slow >= 0 && info.num_slow <= info.num_samples, "slow %lld",
           (long long)info.num_slow);
-    CHECK(info.ndim == 2 && info.shape[0] == info.num_samples &&
-              info.shape[1] == 4,
-          "shape ndim %d [%lld, %lld]", info.ndim, (long long)info.shape[0],
-          (long long)info.shape[1]);
-    CHECK(info.dtype.code == kDLFloat && info.dtype.bits == 32 &&
-              info.dtype.lanes == 1,
-          "dtype %d/%d/%d", info.dtype.code, info.dtype.bits, info.dtype.lanes);
+    CHECK(info.num_fields == 2, "num_fields %d", info.num_fields);
     CHECK(info.device.device_type == kDLCPU && info.device.device_id == 0,
           "device");
-    CHECK(info.data_bytes == (uint64_t)info.num_samples * 4 * sizeof(float),
-          "data_bytes %llu", (unsigned long long)info.data_bytes);
-    CHECK(info.data && info.labels && info.indices, "NULL pointers");
-    CHECK((uintptr_t)info.data % 256 == 0 && (uintptr_t)info.labels % 256 == 0 &&
+    ml_field_info_t fd, fl, fi;
+    CHECK_RC(ml_batch_field(b, ML_FIELD_DATA, &fd), ML_OK);
+    CHECK_RC(ml_batch_field(b, ML_FIELD_LABELS, &fl), ML_OK);
+    CHECK_RC(ml_batch_field(b, ML_FIELD_INDICES, &fi), ML_OK);
+    CHECK(strcmp(fd.name, "data") == 0 && strcmp(fl.name, "label") == 0 &&
+              strcmp(fi.name, "indices") == 0,
+          "names %s %s %s", fd.name, fl.name, fi.name);
+    CHECK(fd.ndim == 2 && fd.shape[0] == info.num_samples && fd.shape[1] == 4,
+          "shape ndim %d [%lld, %lld]", fd.ndim, (long long)fd.shape[0],
+          (long long)fd.shape[1]);
+    CHECK(fd.dtype.code == kDLFloat && fd.dtype.bits == 32 &&
+              fd.dtype.lanes == 1,
+          "dtype %d/%d/%d", fd.dtype.code, fd.dtype.bits, fd.dtype.lanes);
+    CHECK(fl.ndim == 1 && fl.shape[0] == info.num_samples &&
+              fl.dtype.code == kDLInt && fl.dtype.bits == 64,
+          "label field ndim %d dtype %d/%d", fl.ndim, fl.dtype.code,
+          fl.dtype.bits);
+    CHECK(fd.bytes == (uint64_t)info.num_samples * 4 * sizeof(float),
+          "data bytes %llu", (unsigned long long)fd.bytes);
+    CHECK(fd.data && fl.data && info.indices && fi.data == info.indices,
+          "NULL or inconsistent pointers");
+    CHECK((uintptr_t)fd.data % 256 == 0 && (uintptr_t)fl.data % 256 == 0 &&
               (uintptr_t)info.indices % 256 == 0,
-          "alignment %p %p %p", info.data, (void*)info.labels,
-          (void*)info.indices);
+          "alignment %p %p %p", fd.data, fl.data, (void*)info.indices);
     if (info.num_samples < batch_size) short_batches++;
     last_n = info.num_samples;
     for (int64_t i = 0; info.indices && i < info.num_samples; i++) {
       int64_t ix = info.indices[i];
       CHECK(ix >= 0 && ix < length, "index %lld out of range", (long long)ix);
       if (ix >= 0 && ix < length) seen[ix]++;
-      CHECK(info.labels[i] >= 0, "label %lld", (long long)info.labels[i]);
+      int64_t label = ((int64_t*)fl.data)[i];
+      CHECK(label >= 0, "label %lld", (long long)label);
       /* Touch every data byte (ASan/valgrind would flag a bad pointer). */
-      volatile float f = ((float*)info.data)[i * 4 + 3];
+      volatile float f = ((float*)fd.data)[i * 4 + 3];
       (void)f;
     }
     samples += info.num_samples;
@@ -314,25 +326,23 @@ static ml_batch_t first_batch(ml_loader_t* lp) {
   return b;
 }
 
-static void check_tensor(const DLTensor* t, const ml_batch_info_t* info,
-                         int field) {
+static void check_tensor(const DLTensor* t, ml_batch_t b, int field) {
+  ml_field_info_t fi;
+  CHECK_RC(ml_batch_field(b, field, &fi), ML_OK);
   CHECK(t->device.device_type == kDLCPU && t->device.device_id == 0, "device");
   CHECK(t->strides == NULL && t->byte_offset == 0, "strides/offset");
   CHECK(t->dtype.lanes == 1, "lanes");
-  if (field == ML_FIELD_DATA) {
-    CHECK(t->data == info->data, "data pointer");
-    CHECK(t->ndim == info->ndim, "ndim %d", t->ndim);
-    for (int i = 0; i < t->ndim && i < info->ndim; i++)
-      CHECK(t->shape[i] == info->shape[i], "shape[%d]", i);
+  CHECK(t->data == fi.data, "field %d pointer", field);
+  CHECK(t->ndim == fi.ndim, "field %d ndim %d", field, t->ndim);
+  for (int i = 0; i < t->ndim && i < fi.ndim; i++)
+    CHECK(t->shape[i] == fi.shape[i], "field %d shape[%d]", field, i);
+  CHECK(t->dtype.code == fi.dtype.code && t->dtype.bits == fi.dtype.bits,
+        "field %d dtype", field);
+  if (field == ML_FIELD_DATA)
     CHECK(t->dtype.code == kDLFloat && t->dtype.bits == 32, "data dtype");
-  } else {
-    CHECK(t->data ==
-              (field == ML_FIELD_LABELS ? (void*)info->labels
-                                        : (void*)info->indices),
-          "field %d pointer", field);
-    CHECK(t->ndim == 1 && t->shape[0] == info->num_samples, "1-D shape");
-    CHECK(t->dtype.code == kDLInt && t->dtype.bits == 64, "int64 dtype");
-  }
+  else
+    CHECK(t->ndim == 1 && t->dtype.code == kDLInt && t->dtype.bits == 64,
+          "field %d: 1-D int64", field);
 }
 
 static void test_dlpack(void) {
@@ -340,6 +350,12 @@ static void test_dlpack(void) {
   ml_batch_t b = first_batch(&l);
   ml_batch_info_t info;
   CHECK_RC(ml_batch_info(b, &info), ML_OK);
+  ml_field_info_t fd;
+  CHECK_RC(ml_batch_field(b, ML_FIELD_DATA, &fd), ML_OK);
+  CHECK_RC(ml_batch_field(b, 2, &fd), ML_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(last_error(), "field 2") != NULL, "message: %s", last_error());
+  CHECK_RC(ml_batch_field(b, ML_FIELD_DATA, NULL), ML_ERR_INVALID_ARGUMENT);
+  CHECK_RC(ml_batch_field(b, ML_FIELD_DATA, &fd), ML_OK);
   /* After close only the batch handed out keeps a block. */
   CHECK_RC(ml_loader_close(l), ML_OK);
   ml_counters_t c = counters();
@@ -349,7 +365,7 @@ static void test_dlpack(void) {
         (long long)c.live_loaders);
   CHECK(c.live_goroutines == 0, "goroutines %lld after close",
         (long long)c.live_goroutines);
-  CHECK(c.live_buffer_bytes >= (int64_t)info.data_bytes, "bytes %lld",
+  CHECK(c.live_buffer_bytes >= (int64_t)fd.bytes, "bytes %lld",
         (long long)c.live_buffer_bytes);
   /* The batch stays readable after its loader is closed. */
   CHECK_RC(ml_batch_info(b, &info), ML_OK);
@@ -357,6 +373,8 @@ static void test_dlpack(void) {
 
   void* p = NULL;
   CHECK_RC(ml_batch_export(b, 3, 1, -1, &p), ML_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(last_error(), "field") != NULL, "message: %s", last_error());
+  CHECK_RC(ml_batch_export(b, -2, 1, -1, &p), ML_ERR_INVALID_ARGUMENT);
   CHECK(strstr(last_error(), "field") != NULL, "message: %s", last_error());
   CHECK_RC(ml_batch_export(b, ML_FIELD_DATA, 1, 7, &p), ML_ERR_INVALID_ARGUMENT);
   CHECK(strstr(last_error(), "stream") != NULL, "message: %s", last_error());
@@ -375,10 +393,10 @@ static void test_dlpack(void) {
           v->version.major, v->version.minor);
     CHECK(v->flags == 0, "flags");
     CHECK(v->deleter != NULL && v->manager_ctx != NULL, "deleter/ctx");
-    check_tensor(&v->dl_tensor, &info, ML_FIELD_DATA);
+    check_tensor(&v->dl_tensor, b, ML_FIELD_DATA);
   }
-  if (lab) check_tensor(&lab->dl_tensor, &info, ML_FIELD_LABELS);
-  if (idx) check_tensor(&idx->dl_tensor, &info, ML_FIELD_INDICES);
+  if (lab) check_tensor(&lab->dl_tensor, b, ML_FIELD_LABELS);
+  if (idx) check_tensor(&idx->dl_tensor, b, ML_FIELD_INDICES);
 
   CHECK_RC(ml_batch_release(b), ML_OK);
   c = counters();
@@ -409,7 +427,7 @@ static void test_dlpack(void) {
   CHECK_RC(ml_batch_export(b, ML_FIELD_DATA, 0, -1, (void**)&t), ML_OK);
   CHECK_RC(ml_batch_info(b, &info), ML_OK);
   if (t) {
-    check_tensor(&t->dl_tensor, &info, ML_FIELD_DATA);
+    check_tensor(&t->dl_tensor, b, ML_FIELD_DATA);
     t->deleter(t);
   }
   CHECK_RC(ml_batch_info(b, &info), ML_OK); /* still valid */
