@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -66,7 +67,8 @@ type Config struct {
 }
 
 // Dataset selects and configures the native source. Kind "synthetic" is the
-// speech-like stand-in of the MinatoLoader paper's workloads.
+// speech-like stand-in of the MinatoLoader paper's workloads; the file
+// datasets (DatasetKinds) read Root or List and run Transforms.
 type Dataset struct {
 	Kind   string  `json:"kind"`
 	Length int64   `json:"length"`
@@ -81,7 +83,22 @@ type Dataset struct {
 	NumClasses    int64   `json:"num_classes"`
 	// FailIndices makes those samples fail (for tests of error reporting).
 	FailIndices []int64 `json:"fail_indices"`
+
+	// File datasets.
+	Root       string   `json:"root"`       // image_folder, audio_folder, npy_pairs
+	List       string   `json:"list"`       // file_list: a .csv or .jsonl of (path, label)
+	Extensions []string `json:"extensions"` // accepted suffixes; empty: the kind's defaults
+	// Transforms is the chain, each element {"op": name, parameters...};
+	// package datasets validates it and names the element at fault.
+	Transforms []json.RawMessage `json:"transforms"`
+	// MaxPixels bounds a decoded image (a decompression-bomb limit; 0: the
+	// default, PIL's 89478485); MaxFileBytes bounds any file read (0: 1 GiB).
+	MaxPixels    int64 `json:"max_pixels"`
+	MaxFileBytes int64 `json:"max_file_bytes"`
 }
+
+// DatasetKinds are the values of dataset.kind.
+var DatasetKinds = []string{"synthetic", "image_folder", "file_list", "audio_folder", "npy_pairs"}
 
 // Default returns the defaults: batch 1, sequential, learned threshold,
 // adaptive fast lane starting at 4 workers up to the number of CPUs.
@@ -221,8 +238,17 @@ func (d *Dataset) validate() error {
 	bad := func(key string, format string, args ...any) error {
 		return fmt.Errorf("config: option \"dataset.%s\": %s", key, fmt.Sprintf(format, args...))
 	}
+	if !slices.Contains(DatasetKinds, d.Kind) {
+		return bad("kind", "unknown dataset kind %q (known: %s)", d.Kind, strings.Join(DatasetKinds, ", "))
+	}
+	if d.MaxPixels < 0 {
+		return bad("max_pixels", "must be >= 0, got %d", d.MaxPixels)
+	}
+	if d.MaxFileBytes < 0 {
+		return bad("max_file_bytes", "must be >= 0, got %d", d.MaxFileBytes)
+	}
 	if d.Kind != "synthetic" {
-		return bad("kind", "unknown dataset kind %q (known: \"synthetic\")", d.Kind)
+		return nil // package datasets checks the rest, with the files at hand
 	}
 	if d.Length < 0 {
 		return bad("length", "must be >= 0, got %d", d.Length)

@@ -39,6 +39,10 @@ type Array struct {
 type Sample struct {
 	Index  int64
 	Fields []Array
+	// State is the chain's working value between steps (the encoded bytes,
+	// then a decoded image, ...); it travels with the sample across lanes.
+	// The scheduler clears it when a new sample starts.
+	State any
 	// Resume is a step's own continuation: a step that returns ErrTimedOut
 	// may leave its progress here, and finds it again when it is run anew
 	// for this sample. The scheduler clears it whenever a step completes.

@@ -222,6 +222,7 @@ func (r *epochRun) fastWorker(id int) {
 		it.smp.Fields = it.buf.fields
 		it.smp.Index = r.order[it.pos]
 		it.smp.Resume = nil
+		it.smp.State = nil
 		timeout, learned := l.est.Threshold()
 		start := time.Now()
 		var deadline time.Time
@@ -329,6 +330,7 @@ func (r *epochRun) place(b *batch.Batch, row int, it *item) error {
 	defer func() {
 		r.l.putBuf(it.buf)
 		it.buf = nil
+		it.smp.State = nil
 	}()
 	if len(it.smp.Fields) != len(r.l.specs) {
 		return &SampleError{Index: it.smp.Index, Step: "batch", Err: fmt.Errorf(

@@ -11,9 +11,9 @@ import (
 
 	"github.com/minatoloader/minatoloader/core/batch"
 	"github.com/minatoloader/minatoloader/core/config"
+	"github.com/minatoloader/minatoloader/core/datasets"
 	"github.com/minatoloader/minatoloader/core/pipeline"
 	"github.com/minatoloader/minatoloader/core/sampler"
-	"github.com/minatoloader/minatoloader/core/synth"
 	"github.com/minatoloader/minatoloader/core/threshold"
 )
 
@@ -53,7 +53,7 @@ func Open(cfg config.Config, alloc batch.Allocator) (*Loader, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	src, err := synth.New(cfg.Dataset)
+	src, err := datasets.Open(cfg.Dataset)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,85 @@
+// Package datasets builds the native sources a loader can run: the
+// synthetic source, and file datasets whose samples are read from disk and
+// run through a chain of native transforms.
+//
+//	kind          samples                           fields
+//	synthetic     generated (package synth)         data, label
+//	image_folder  root/<class>/.../<image>          image, label
+//	file_list     a .csv/.jsonl of (path, label)    image, label
+//	audio_folder  root/<class>/.../<file>.wav       features, length, label
+//	npy_pairs     root/<case>_x.npy + <case>_y.npy  image, label (volumes)
+//
+// The chain is dataset.transforms, a list of {"op": name, params...}; each
+// op becomes one scheduler step (so the fast/slow lanes act between ops), and
+// an error names the op by its position ("dataset.transforms[2]").
+package datasets
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/minatoloader/minatoloader/core/config"
+	"github.com/minatoloader/minatoloader/core/pipeline"
+	"github.com/minatoloader/minatoloader/core/synth"
+)
+
+// Defaults of the limits.
+const (
+	DefaultMaxPixels    = 89478485 // PIL's Image.MAX_IMAGE_PIXELS
+	DefaultMaxFileBytes = 1 << 30
+)
+
+// Open builds the source d describes. Errors name the option at fault.
+func Open(d config.Dataset) (pipeline.Source, error) {
+	if d.MaxPixels == 0 {
+		d.MaxPixels = DefaultMaxPixels
+	}
+	if d.MaxFileBytes == 0 {
+		d.MaxFileBytes = DefaultMaxFileBytes
+	}
+	switch d.Kind {
+	case "synthetic":
+		if len(d.Transforms) > 0 {
+			return nil, fmt.Errorf("config: option \"dataset.transforms\": the synthetic dataset takes no transforms")
+		}
+		return synth.New(d)
+	}
+	if b, ok := builders[d.Kind]; ok {
+		return b(d)
+	}
+	return nil, fmt.Errorf("config: option \"dataset.kind\": %q is not available in this build", d.Kind)
+}
+
+// builders holds the file dataset kinds.
+var builders = map[string]func(config.Dataset) (pipeline.Source, error){}
+
+// opName reads the "op" of transforms[i].
+func opName(raw json.RawMessage, i int) (string, error) {
+	var head struct {
+		Op string `json:"op"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return "", fmt.Errorf("config: option \"dataset.transforms[%d]\": %v", i, err)
+	}
+	if head.Op == "" {
+		return "", fmt.Errorf("config: option \"dataset.transforms[%d]\": no \"op\"", i)
+	}
+	return head.Op, nil
+}
+
+// decodeOp reads transforms[i]'s parameters into params (a struct with an
+// Op field), rejecting unknown keys by name.
+func decodeOp(raw json.RawMessage, i int, op string, params any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(params); err != nil {
+		return fmt.Errorf("config: option \"dataset.transforms[%d]\" (%s): %v", i, op, err)
+	}
+	return nil
+}
+
+// opError names transforms[i] in a validation error.
+func opError(i int, op, format string, args ...any) error {
+	return fmt.Errorf("config: option \"dataset.transforms[%d]\" (%s): %s", i, op, fmt.Sprintf(format, args...))
+}
