@@ -16,6 +16,7 @@ import (
 
 	"github.com/minatoloader/minatoloader/core/batch"
 	"github.com/minatoloader/minatoloader/core/config"
+	"github.com/minatoloader/minatoloader/core/datasets"
 	"github.com/minatoloader/minatoloader/core/sched"
 )
 
@@ -206,6 +207,31 @@ func mlgo_loader_stats(h C.ml_loader_t, buf *C.char, n C.size_t, needed *C.size_
 	js, err := json.Marshal(l.Stats())
 	if err != nil {
 		return fail(statusInternal, fn, "encoding stats: %v", err)
+	}
+	copyOut(js, buf, n, needed)
+	return statusOK
+}
+
+//export mlgo_dataset_info
+func mlgo_dataset_info(cfgJSON *C.char, buf *C.char, n C.size_t, needed *C.size_t) (rc C.int) {
+	defer guard(&rc)
+	const fn = "ml_dataset_info"
+	if cfgJSON == nil {
+		return fail(statusInvalidArg, fn, "dataset_json is NULL")
+	}
+	// The dataset object is read over the defaults, as in a loader config.
+	wrapped := append(append([]byte(`{"dataset": `), C.GoString(cfgJSON)...), '}')
+	cfg, err := config.Parse(wrapped)
+	if err != nil {
+		return fail(statusInvalidArg, fn, "dataset_json: %v", err)
+	}
+	src, err := datasets.Open(cfg.Dataset)
+	if err != nil {
+		return fail(statusInvalidArg, fn, "%v", err)
+	}
+	js, err := json.Marshal(datasets.Describe(src))
+	if err != nil {
+		return fail(statusInternal, fn, "encoding: %v", err)
 	}
 	copyOut(js, buf, n, needed)
 	return statusOK

@@ -124,6 +124,12 @@ int ml_loader_next(ml_loader_t loader, int64_t timeout_ms, ml_batch_t* out) {
   return mlgo_loader_next(loader, timeout_ms, out);
 }
 
+int ml_dataset_info(const char* dataset_json, char* buf, size_t len,
+                    size_t* needed) {
+  ENTER();
+  return mlgo_dataset_info((char*)dataset_json, buf, len, needed);
+}
+
 int ml_loader_stats(ml_loader_t loader, char* buf, size_t len, size_t* needed) {
   ENTER();
   return mlgo_loader_stats(loader, buf, len, needed);

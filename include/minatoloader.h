@@ -182,6 +182,17 @@ int ml_last_error(char* buf, size_t len, size_t* needed);
  * caller, who must ml_loader_close() it. */
 int ml_loader_create(const char* config_json, ml_loader_t* out);
 
+/* Opens the dataset a JSON object describes (the "dataset" option of a
+ * loader config) and copies a JSON object about it into buf, with the
+ * truncation rules of ml_last_error: {"length": n, "fields": [{"name",
+ * "dtype", "shape"}...], "classes": [...]} (classes for folder datasets).
+ * Use it to validate a dataset and learn its length before a loader.
+ * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT (the message names the option or
+ * the file at fault).
+ * OWNERSHIP: both buffers are the caller's. */
+int ml_dataset_info(const char* dataset_json, char* buf, size_t len,
+                    size_t* needed);
+
 /* Number of batches and of samples one epoch delivers (after rank slicing
  * and drop_last). batches or samples may be NULL.
  * Returns: ML_OK, ML_ERR_INVALID_HANDLE, ML_ERR_CLOSED. */

@@ -307,6 +307,16 @@ var DTypes = map[string]DType{
 	"float64": {2, 64},
 }
 
+// DTypeName is the numpy spelling of t ("dlpack(code,bits)" if unknown).
+func DTypeName(t DType) string {
+	for name, d := range DTypes {
+		if d == t {
+			return name
+		}
+	}
+	return fmt.Sprintf("dlpack(%d,%d)", t.Code, t.Bits)
+}
+
 func dtypeNames() string {
 	return "uint8, int8, int16, int32, int64, float16, float32, float64"
 }

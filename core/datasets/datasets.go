@@ -83,3 +83,35 @@ func decodeOp(raw json.RawMessage, i int, op string, params any) error {
 func opError(i int, op, format string, args ...any) error {
 	return fmt.Errorf("config: option \"dataset.transforms[%d]\" (%s): %s", i, op, fmt.Sprintf(format, args...))
 }
+
+// Info describes a source: what ml_dataset_info returns as JSON.
+type Info struct {
+	Length  int64       `json:"length"`
+	Fields  []FieldInfo `json:"fields"`
+	Classes []string    `json:"classes,omitempty"`
+}
+
+// FieldInfo is one field of Info.
+type FieldInfo struct {
+	Name  string  `json:"name"`
+	DType string  `json:"dtype"`
+	Shape []int64 `json:"shape"`
+}
+
+// Classer is implemented by sources whose labels are class numbers with
+// names (the folder datasets).
+type Classer interface {
+	Classes() []string
+}
+
+// Describe returns src's Info.
+func Describe(src pipeline.Source) Info {
+	info := Info{Length: src.Len(), Fields: []FieldInfo{}}
+	for _, f := range src.Fields() {
+		info.Fields = append(info.Fields, FieldInfo{Name: f.Name, DType: config.DTypeName(f.DType), Shape: append([]int64{}, f.Shape...)})
+	}
+	if c, ok := src.(Classer); ok {
+		info.Classes = c.Classes()
+	}
+	return info
+}

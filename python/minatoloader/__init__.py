@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import _native
+from . import _native, datasets, transforms
 from .dataloader import DataLoader
 from .dataset import Dataset, SyntheticDataset
 from .dlpack import Batch, Tensor
@@ -86,6 +86,8 @@ __all__ = [
     "UnsupportedArgumentError",
     "__version__",
     "counters",
+    "datasets",
     "get_include",
     "library_path",
+    "transforms",
 ]

@@ -33,6 +33,7 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
+from typing import Any
 from pathlib import Path
 
 from .errors import (
@@ -201,6 +202,7 @@ _PROTOTYPES: dict[str, tuple[object, list[object]]] = {
     "ml_loader_start_epoch": (c_int, [c_uint64, c_int64]),
     "ml_loader_next": (c_int, [c_uint64, c_int64, POINTER(c_uint64)]),
     "ml_loader_stats": (c_int, [c_uint64, c_char_p, c_size_t, POINTER(c_size_t)]),
+    "ml_dataset_info": (c_int, [c_char_p, c_char_p, c_size_t, POINTER(c_size_t)]),
     "ml_loader_close": (c_int, [c_uint64]),
     "ml_batch_info": (c_int, [c_uint64, POINTER(BatchInfo)]),
     "ml_batch_field": (c_int, [c_uint64, c_int32, POINTER(FieldInfo)]),
@@ -407,7 +409,7 @@ def loader_next(loader: int, timeout_ms: int) -> tuple[int, int]:
     return rc, int(out.value)
 
 
-def _read_text(fn, handle: int, call: str) -> str:  # type: ignore[no-untyped-def]
+def _read_text(fn, handle: Any, call: str) -> str:  # type: ignore[no-untyped-def]
     lib = library()
     size = 8192
     needed = c_size_t(0)
@@ -417,6 +419,11 @@ def _read_text(fn, handle: int, call: str) -> str:  # type: ignore[no-untyped-de
         if needed.value < size:
             return buf.value.decode("utf-8", errors="replace")
         size = needed.value + 1
+
+
+def dataset_info(dataset_json: str) -> str:
+    """ml_dataset_info: validates a dataset description, returns its JSON info."""
+    return _read_text(library().ml_dataset_info, dataset_json.encode(), "ml_dataset_info")
 
 
 def loader_stats(loader: int) -> str:

@@ -10,6 +10,8 @@ an invalid value raises the same kind of exception as torch, naming it.
 
 from __future__ import annotations
 
+import logging
+
 import importlib.util
 import numbers
 import os
@@ -56,6 +58,39 @@ def _draw_seed() -> int:
 
         return int(torch.empty((), dtype=torch.int64).random_().item())
     return int.from_bytes(os.urandom(8), "little") >> 1
+
+
+_log = logging.getLogger("minatoloader")
+
+
+def _native_equivalent(dataset: Any) -> Dataset[Any]:
+    """A torchvision ImageFolder/DatasetFolder whose transform has native
+    equivalents becomes a native ImageFolder; anything else raises TypeError
+    saying why (running Python datasets comes in a later release)."""
+    name = f"{type(dataset).__module__}.{type(dataset).__qualname__}"
+    reason = ""
+    if type(dataset).__module__.startswith("torchvision.datasets") and hasattr(dataset, "root") and hasattr(dataset, "samples"):
+        from .datasets import ImageFolder
+        from .transforms import from_torchvision
+
+        compose, reason = from_torchvision(getattr(dataset, "transform", None))
+        if getattr(dataset, "target_transform", None) is not None:
+            compose, reason = None, "target_transform is set"
+        if compose is not None:
+            exts = getattr(dataset, "extensions", None)
+            native = ImageFolder(dataset.root, transform=compose, extensions=list(exts) if exts else None)
+            if len(native) != len(dataset):
+                reason = f"the native scan found {len(native)} files, torchvision {len(dataset)}"
+            else:
+                _log.info("minatoloader: running %s natively (decode and %d transforms in the Go core)", name, len(compose.transforms))
+                return native
+        _log.info("minatoloader: cannot run %s natively: %s", name, reason)
+    raise TypeError(
+        f"minatoloader.DataLoader runs native datasets (minatoloader.SyntheticDataset, minatoloader.datasets.*) "
+        f"and torchvision ImageFolder/DatasetFolder whose transforms have native equivalents; got {name}"
+        + (f" ({reason})" if reason else "")
+        + ". Python datasets (torch Dataset objects) come in a later release."
+    )
 
 
 class DataLoader(Generic[_T_co]):
@@ -118,12 +153,12 @@ class DataLoader(Generic[_T_co]):
         pin_memory_device: str = "",
         in_order: bool = True,
     ) -> None:
+        # Which path runs the data: "native" (a native dataset) or
+        # "torchvision->native" (a torchvision dataset translated); in stats().
+        self.path = "native"
         if not isinstance(dataset, Dataset):
-            raise TypeError(
-                "minatoloader.DataLoader currently runs native datasets (minatoloader.SyntheticDataset); "
-                f"got {type(dataset).__module__}.{type(dataset).__qualname__}. Python datasets "
-                "(torch Dataset objects) come in a later release."
-            )
+            dataset = _native_equivalent(dataset)
+            self.path = "torchvision->native"
         # The checks torch makes, with torch's messages.
         if isinstance(num_workers, bool) or not isinstance(num_workers, numbers.Integral):
             raise TypeError(f"num_workers option should be an int, got {type(num_workers).__name__}")
@@ -225,8 +260,9 @@ class DataLoader(Generic[_T_co]):
         self._loader.set_epoch(epoch)
 
     def stats(self) -> dict[str, Any]:
-        """The library's stats of the loader."""
-        return self._loader.stats()
+        """The library's stats of the loader, with "path": which path runs
+        the data ("native" or "torchvision->native")."""
+        return {**self._loader.stats(), "path": self.path}
 
     def close(self) -> None:
         """Stops the loader's workers and frees its pending batches. Idempotent;

@@ -175,7 +175,7 @@ class NativeLoader(NativeHandle):
     ) -> None:
         if not isinstance(dataset, Dataset):
             raise TypeError(
-                "minatoloader.NativeLoader runs native datasets (minatoloader.SyntheticDataset); "
+                "minatoloader.NativeLoader runs native datasets (minatoloader.SyntheticDataset, minatoloader.datasets.*); "
                 f"got {type(dataset).__module__}.{type(dataset).__qualname__}"
             )
         if isinstance(batch_timeout, bool) or not isinstance(batch_timeout, numbers.Real) or not batch_timeout >= 0:

@@ -672,8 +672,36 @@ static void test_fork(void) {
   CHECK_RC(ml_loader_close(l), ML_OK);
 }
 
+static void test_dataset_info(void) {
+  char buf[512];
+  size_t needed = 0;
+  CHECK_RC(ml_dataset_info("{\"length\": 5, \"shape\": [2, 3]}", buf, sizeof buf,
+                           &needed),
+           ML_OK);
+  CHECK(needed < sizeof buf && strstr(buf, "\"length\":5") != NULL &&
+            strstr(buf, "\"name\":\"data\"") != NULL &&
+            strstr(buf, "\"shape\":[2,3]") != NULL &&
+            strstr(buf, "\"name\":\"label\"") != NULL,
+        "info %s", buf);
+  /* Truncated copy, full length reported. */
+  char small[8];
+  CHECK_RC(ml_dataset_info("{\"length\": 5}", small, sizeof small, &needed),
+           ML_OK);
+  CHECK(strlen(small) == sizeof small - 1 && needed > sizeof small,
+        "truncation: %s, needed %zu", small, needed);
+  CHECK_RC(ml_dataset_info("{\"kind\": \"video\"}", buf, sizeof buf, NULL),
+           ML_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(last_error(), "dataset.kind") != NULL, "message: %s",
+        last_error());
+  CHECK_RC(ml_dataset_info("{\"kind\": \"image_folder\", \"root\": \"/nonexistent\"}",
+                           buf, sizeof buf, NULL),
+           ML_ERR_INVALID_ARGUMENT);
+  CHECK_RC(ml_dataset_info(NULL, buf, sizeof buf, NULL), ML_ERR_INVALID_ARGUMENT);
+}
+
 int main(void) {
   test_abi_and_errors();
+  test_dataset_info();
   test_error_per_thread();
   test_epochs();
   test_dlpack();
