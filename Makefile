@@ -12,7 +12,7 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.deps-stamp
 PKG_STAMP := $(VENV)/.pkg-stamp
-GO_SRC  := $(shell find core capi -name '*.go' -o -name '*.c' -o -name '*.h' 2>/dev/null) go.mod include/minatoloader.h
+GO_SRC  := $(shell find core capi native -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.sh' 2>/dev/null) go.mod include/minatoloader.h
 PY_SRC  := $(shell find python -name '*.py' -o -name '*.toml' 2>/dev/null)
 
 .PHONY: all venv install demo test gotest ctest pytest bench fuzz clean
@@ -41,9 +41,9 @@ demo: install
 test: gotest ctest pytest
 
 gotest:
-	$(GO) vet ./...
-	test -z "$$(gofmt -l core capi)" || (gofmt -l core capi; echo "gofmt needed"; exit 1)
-	$(GO) test -race -count=1 ./...
+	$(GO) vet $(GOTAGFLAGS) ./...
+	test -z "$$(gofmt -l core capi native)" || (gofmt -l core capi native; echo "gofmt needed"; exit 1)
+	$(GO) test $(GOTAGFLAGS) -race -count=1 ./...
 
 pytest: install
 	$(PY) -m pytest -q -p no:cacheprovider tests/python

@@ -25,5 +25,19 @@ package main
 */
 import "C"
 
+import (
+	"github.com/minatoloader/minatoloader/core/datasets"
+	"github.com/minatoloader/minatoloader/native/turbojpeg"
+)
+
+// With -tags turbojpeg (set by the build when native/turbojpeg/detect.sh
+// finds a static libjpeg-turbo), image datasets decode JPEG with it; else
+// with image/jpeg. No I/O: Available is a constant of the build.
+func init() {
+	if turbojpeg.Available() {
+		datasets.UseJPEGDecoder(turbojpeg.Imageops{})
+	}
+}
+
 // main is required by -buildmode=c-shared and never runs.
 func main() {}

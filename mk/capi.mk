@@ -16,8 +16,12 @@ CXX := g++
 endif
 
 CAPI_LIB := build/libminatoloader.so
-CAPI_SRCS := $(shell find capi core -name '*.go' -not -name '*_test.go') \
-	$(wildcard capi/*.c capi/*.h) include/minatoloader.h go.mod
+CAPI_SRCS := $(shell find capi core native -name '*.go' -not -name '*_test.go') \
+	$(wildcard capi/*.c capi/*.h native/*/*.c native/*/*.h) include/minatoloader.h go.mod
+# "turbojpeg" when a static libjpeg-turbo links into the library (Debian:
+# libjpeg62-turbo-dev); empty otherwise, and JPEG decodes with image/jpeg.
+GOTAGS ?= $(shell sh native/turbojpeg/detect.sh)
+GOTAGFLAGS := $(if $(GOTAGS),-tags $(GOTAGS))
 CAPI_LINK := -L build -Wl,-rpath,$(CURDIR)/build -lminatoloader
 
 .PHONY: lib ctest
@@ -29,7 +33,7 @@ lib: $(CAPI_LIB)
 # include/minatoloader.h.
 $(CAPI_LIB): $(CAPI_SRCS)
 	@mkdir -p build
-	CGO_ENABLED=1 $(GO) build -buildmode=c-shared -o $@ ./capi
+	CGO_ENABLED=1 $(GO) build $(GOTAGFLAGS) -buildmode=c-shared -o $@ ./capi
 	@rm -f build/libminatoloader.h
 
 # -rdynamic exports the test's fake PyCapsule_* functions to the library's

@@ -89,6 +89,8 @@ type Info struct {
 	Length  int64       `json:"length"`
 	Fields  []FieldInfo `json:"fields"`
 	Classes []string    `json:"classes,omitempty"`
+	// JPEGDecoder names the JPEG decoder of image datasets.
+	JPEGDecoder string `json:"jpeg_decoder,omitempty"`
 }
 
 // FieldInfo is one field of Info.
@@ -112,6 +114,9 @@ func Describe(src pipeline.Source) Info {
 	}
 	if c, ok := src.(Classer); ok {
 		info.Classes = c.Classes()
+	}
+	if _, ok := src.(*imageSource); ok {
+		info.JPEGDecoder = JPEGDecoderName()
 	}
 	return info
 }

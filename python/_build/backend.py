@@ -183,6 +183,20 @@ def _go_command() -> str:
     )
 
 
+def _build_tags(root: Path, env: dict[str, str]) -> list[str]:
+    """["-tags", "turbojpeg"] when native/turbojpeg/detect.sh finds a static
+    libjpeg-turbo that links into the library (else JPEG decodes with Go's
+    image/jpeg); MINATOLOADER_TURBOJPEG=0/1 forces it off/on."""
+    script = root / "native" / "turbojpeg" / "detect.sh"
+    if not script.is_file():
+        return []
+    proc = subprocess.run(["sh", str(script)], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode != 0:
+        raise BuildError(f"minatoloader: {script} failed: {proc.stderr.strip()}")
+    tags = proc.stdout.split()
+    return ["-tags", ",".join(tags)] if tags else []
+
+
 def _build_library(out_dir: Path) -> Path:
     """Builds (or copies the prebuilt) libminatoloader.so into out_dir."""
     out = out_dir / LIBRARY_NAME
@@ -200,7 +214,7 @@ def _build_library(out_dir: Path) -> Path:
     env["CGO_ENABLED"] = "1"
     if not any(env.get(k) for k in ("GOCACHE", "XDG_CACHE_HOME", "HOME")):
         env["GOCACHE"] = str(out_dir / "gocache")
-    cmd = [go, "build", "-buildmode=c-shared", "-trimpath", "-o", str(out), "./capi"]
+    cmd = [go, "build", "-buildmode=c-shared", "-trimpath", *_build_tags(root, env), "-o", str(out), "./capi"]
     proc = subprocess.run(cmd, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if proc.returncode != 0 or not out.is_file():
         raise BuildError(

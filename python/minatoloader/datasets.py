@@ -58,6 +58,8 @@ class FileDataset(Dataset[Any]):
         self.fields: list[dict[str, Any]] = info["fields"]
         self.classes: list[str] = info.get("classes") or []
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
+        # "libjpeg-turbo" or "image/jpeg" for image datasets, else None.
+        self.jpeg_decoder: str | None = info.get("jpeg_decoder")
 
     def config(self) -> dict[str, Any]:
         return json.loads(json.dumps(self._config))
