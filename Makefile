@@ -52,6 +52,7 @@ bench: install
 	$(GO) test -run XXX -bench . -benchtime 200000x ./core/sched/
 	$(PY) bench/overhead.py
 	$(PY) bench/speech.py
+	$(PY) bench/images.py
 
 clean:
 	rm -rf build $(VENV)
