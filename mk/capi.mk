@@ -17,7 +17,7 @@ endif
 
 CAPI_LIB := build/libminatoloader.so
 CAPI_SRCS := $(shell find capi core native -name '*.go' -not -name '*_test.go') \
-	$(wildcard capi/*.c capi/*.h native/*/*.c native/*/*.h) include/minatoloader.h go.mod
+	$(wildcard capi/*.c capi/*.h native/*/*.c native/*/*.h) include/minatoloader.h go.mod go.sum
 # "turbojpeg" when a static libjpeg-turbo links into the library (Debian:
 # libjpeg62-turbo-dev); empty otherwise, and JPEG decodes with image/jpeg.
 GOTAGS ?= $(shell sh native/turbojpeg/detect.sh)
