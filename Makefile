@@ -38,7 +38,19 @@ install: $(PKG_STAMP)
 demo: install
 	$(PY) examples/demo.py
 
-test: gotest ctest pytest
+test: gotest fuzz ctest pytest
+
+# Every decoder's fuzz target, briefly (FUZZTIME each), from its seeds in
+# testdata/fuzz; `make fuzz FUZZTIME=60s` for a real run.
+FUZZTIME ?= 3s
+FUZZ_TARGETS := FuzzParse:./core/config FuzzDecodeJPEG:./core/imageops FuzzDecodePNG:./core/imageops \
+	FuzzDecodeWAV:./core/audio FuzzReadNpy:./core/volume FuzzDecode:./native/turbojpeg
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} ($(FUZZTIME))"; \
+		$(GO) test $(GOTAGFLAGS) -run XXX -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) $${t#*:} >/tmp/minatoloader-fuzz.log 2>&1 \
+			|| { cat /tmp/minatoloader-fuzz.log; exit 1; }; \
+	done
 
 gotest:
 	$(GO) vet $(GOTAGFLAGS) ./...
