@@ -95,6 +95,10 @@ type Dataset struct {
 	// default, PIL's 89478485); MaxFileBytes bounds any file read (0: 1 GiB).
 	MaxPixels    int64 `json:"max_pixels"`
 	MaxFileBytes int64 `json:"max_file_bytes"`
+	// DecodeScale lets fused image chains decode JPEGs at a DCT-reduced
+	// size that still covers the output: faster, and close to (no longer
+	// equal to) torchvision's pixels. Random parameters are unchanged.
+	DecodeScale bool `json:"decode_scale"`
 }
 
 // DatasetKinds are the values of dataset.kind.

@@ -4,7 +4,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -214,8 +216,85 @@ func newImageSource(d config.Dataset, files []File, classes []string) (*imageSou
 		dec:     imageops.NewDecoder(&imageops.DecodeOptions{MaxPixels: d.MaxPixels, Mode: imageops.RGB, JPEG: jpegDecoder}),
 		fields:  []batch.FieldSpec{out, {Name: "label", DType: config.DTypes["int64"]}},
 	}
+	if d.DecodeScale {
+		if step, ok := s.scaledFused(ops); ok {
+			// Two steps, as the unscaled chain has: the fused step draws
+			// from the same generator (step 2) and so the same parameters.
+			s.steps = []pipeline.Step{{Name: "decode_header", Fn: s.decodeHeader}, step}
+			return s, nil
+		}
+	}
 	s.steps = append([]pipeline.Step{{Name: "decode", Fn: s.decode}}, compileImageOps(ops)...)
 	return s, nil
+}
+
+// scaledFused is the fused chain with the decode folded in: the plan is
+// drawn on the header's full size (as torchvision draws it), the JPEG is
+// decoded at the smallest DCT scale that keeps the plan's crop at or above
+// the output resolution, and the crop is mapped onto it. ok is false when
+// the chain has no fused form.
+func (s *imageSource) scaledFused(ops []imgOp) (pipeline.Step, bool) {
+	fused := compileImageOps(ops)
+	if len(fused) != 1 || !strings.HasSuffix(fused[0].Name, "(fused)") {
+		return pipeline.Step{}, false
+	}
+	var norm *imageops.Normalize
+	if last := ops[len(ops)-1]; last.Op == "normalize" {
+		norm, _ = imageops.NewNormalize(last.Mean, last.Std)
+	}
+	var plan func(c *pipeline.Ctx, h, w int) imageops.Plan
+	if ops[0].Op == "random_resized_crop" {
+		oh, ow := ops[0].hw()
+		rrc := imageops.RandomResizedCrop{H: oh, W: ow, Scale: ops[0].Scale, Ratio: ops[0].Ratio}
+		flipP := 0.0
+		if ops[1].Op == "random_horizontal_flip" {
+			flipP = ops[1].prob()
+		}
+		plan = func(c *pipeline.Ctx, h, w int) imageops.Plan { return rrc.Plan(&c.Rand, h, w, flipP) }
+	} else {
+		size := ops[0].Size[0]
+		ch, cw := ops[1].hw()
+		plan = func(c *pipeline.Ctx, h, w int) imageops.Plan {
+			return imageops.ResizeCenterCropPlan(h, w, size, ch, cw)
+		}
+	}
+	return pipeline.Step{Name: "decode+" + fused[0].Name + " (DCT-scaled)", Fn: func(c *pipeline.Ctx, smp *pipeline.Sample) error {
+		hd, ok := smp.State.(encoded)
+		if !ok {
+			return fmt.Errorf("decode: no parsed header (internal)")
+		}
+		data, info, path := hd.data, hd.info, s.files[smp.Index].Path
+		p := plan(c, info.H, info.W)
+		// The crop must keep at least ResizeH x ResizeW pixels.
+		scale := min(1, max(float64(p.ResizeH)/float64(p.Crop.H), float64(p.ResizeW)/float64(p.Crop.W)))
+		minW, minH := int(math.Ceil(float64(info.W)*scale)), int(math.Ceil(float64(info.H)*scale))
+		img := &imageops.Image{}
+		if _, err := s.dec.DecodeScaled(img, data, minW, minH); err != nil {
+			return fmt.Errorf("%q: %w", path, err)
+		}
+		return fusedInto(smp, img, p.ScaleCrop(info.H, info.W, img.H, img.W), norm)
+	}}, true
+}
+
+// encoded is a file whose header was read, waiting for a scaled decode.
+type encoded struct {
+	data []byte
+	info imageops.Info
+}
+
+// decodeHeader reads and checks the image header (format, size against the
+// pixel limit); the pixels are decoded by the next, fused step.
+func (s *imageSource) decodeHeader(c *pipeline.Ctx, smp *pipeline.Sample) error {
+	data, ok := smp.State.([]byte)
+	if !ok {
+		return fmt.Errorf("decode: no encoded bytes (internal)")
+	}
+	info, err := s.dec.Config(data)
+	if err != nil {
+		return fmt.Errorf("%q: %w", s.files[smp.Index].Path, err)
+	}
+	smp.State = encoded{data, info}
+	return nil
 }
 
 func (s *imageSource) decode(c *pipeline.Ctx, smp *pipeline.Sample) error {

@@ -207,3 +207,20 @@ def test_torchvision_imagefolder_fallback_says_why(tmp_path, caplog) -> None:
     with caplog.at_level(logging.INFO, logger="minatoloader"), pytest.raises(TypeError, match="Grayscale"):
         minatoloader.DataLoader(tv_ds, batch_size=2)
     assert "cannot run" in caplog.text and "Grayscale" in caplog.text
+
+
+@pytest.mark.parametrize("train", [False, True])
+def test_decode_scale_is_close_and_draws_the_same_params(tmp_path, train: bool) -> None:
+    root = str(tmp_path)
+    _write_images(root, "jpg", [(400, 600), (480, 360), (512, 512), (300, 640)])
+    if train:
+        chain = [T.RandomResizedCrop(48), T.RandomHorizontalFlip(), T.ToTensor()]
+    else:
+        chain = [T.Resize(64), T.CenterCrop(56), T.ToTensor()]
+    full, _, idx_full = _native_epoch(mds.ImageFolder(root, transform=chain), seed=9)
+    scaled, _, idx_scaled = _native_epoch(mds.ImageFolder(root, transform=chain, decode_scale=True), seed=9)
+    np.testing.assert_array_equal(idx_full, idx_scaled)
+    assert full.shape == scaled.shape
+    # Same crop and flip (the parameters are drawn on the full size), pixels
+    # from a smaller decode: close on average, not equal.
+    assert np.abs(full - scaled).mean() < 0.02
