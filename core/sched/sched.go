@@ -80,7 +80,7 @@ func New(cfg config.Config, src pipeline.Source, alloc batch.Allocator) (*Loader
 	size := 0
 	for _, f := range specs {
 		l.offs = append(l.offs, size)
-		size += f.Bytes()
+		size += (f.Bytes() + 7) &^ 7 // each field 8-byte aligned, for typed views
 	}
 	l.steps = append([]pipeline.Step{{Name: "load", Fn: func(c *pipeline.Ctx, s *pipeline.Sample) error {
 		return src.Load(c, c.Index, s)
