@@ -32,15 +32,23 @@ const MaxNDim = 8
 var ErrNoMemory = errors.New("batch: out of memory")
 
 // FieldSpec describes one field of every sample: its name, element type and
-// fixed shape (without the batch dimension; empty for a scalar).
+// shape (without the batch dimension; empty for a scalar). A dimension of
+// -1 varies between samples: a batch pads it to its largest sample (the
+// padding collate); batch.New takes resolved shapes only.
 type FieldSpec struct {
 	Name  string
 	DType config.DType
 	Shape []int64
 }
 
-// Bytes is the size of one sample's value of the field.
+// Fixed reports whether every dimension is known.
+func (f FieldSpec) Fixed() bool { return !slices.Contains(f.Shape, -1) }
+
+// Bytes is the size of one sample's value of the field (0 when not Fixed).
 func (f FieldSpec) Bytes() int {
+	if !f.Fixed() {
+		return 0
+	}
 	n := f.DType.Size()
 	for _, d := range f.Shape {
 		n *= int(d)
@@ -67,8 +75,8 @@ func Validate(specs []FieldSpec) error {
 			return fmt.Errorf("batch: field %q has no element type", f.Name)
 		}
 		for _, d := range f.Shape {
-			if d < 1 {
-				return fmt.Errorf("batch: field %q has shape %v: every dimension must be >= 1", f.Name, f.Shape)
+			if d < 1 && d != -1 {
+				return fmt.Errorf("batch: field %q has shape %v: every dimension must be >= 1 (or -1: varies)", f.Name, f.Shape)
 			}
 		}
 		seen[f.Name] = true
@@ -122,6 +130,11 @@ func alignUp(x int) int { return (x + Align - 1) / Align * Align }
 
 // New allocates a batch of n rows of the given fields.
 func New(alloc Allocator, n int, specs []FieldSpec) (*Batch, error) {
+	for _, f := range specs {
+		if !f.Fixed() {
+			return nil, fmt.Errorf("batch: field %q: shape %v is not resolved", f.Name, f.Shape)
+		}
+	}
 	size := 0
 	offs := make([]int, len(specs))
 	for k, f := range specs {

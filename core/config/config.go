@@ -99,6 +99,10 @@ type Dataset struct {
 	// size that still covers the output: faster, and close to (no longer
 	// equal to) torchvision's pixels. Random parameters are unchanged.
 	DecodeScale bool `json:"decode_scale"`
+	// Collate is "stack" (the default: every sample the same shape) or
+	// "pad": sizes that the chain leaves variable are padded with zeros
+	// to the largest sample of each batch.
+	Collate string `json:"collate"`
 }
 
 // DatasetKinds are the values of dataset.kind.
@@ -250,6 +254,9 @@ func (d *Dataset) validate() error {
 	}
 	if d.MaxFileBytes < 0 {
 		return bad("max_file_bytes", "must be >= 0, got %d", d.MaxFileBytes)
+	}
+	if d.Collate != "" && d.Collate != "stack" && d.Collate != "pad" {
+		return bad("collate", "must be \"stack\" or \"pad\", got %q", d.Collate)
 	}
 	if d.Kind != "synthetic" {
 		return nil // package datasets checks the rest, with the files at hand

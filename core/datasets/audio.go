@@ -173,8 +173,8 @@ func newAudioSource(d config.Dataset, files []File, classes []string) (*audioSou
 				return nil
 			}
 		case "spectrogram":
-			if length == 0 {
-				return nil, opError(i, name, "samples differ in length: put pad_trim before spectrogram")
+			if length == 0 && d.Collate != "pad" {
+				return nil, opError(i, name, "samples differ in length: put pad_trim before spectrogram, or set collate to \"pad\"")
 			}
 			win := map[string]audio.Window{"hann": audio.Hann, "hamming": audio.Hamming, "": audio.Hann}
 			w, ok := win[o.Window]
@@ -190,8 +190,11 @@ func newAudioSource(d config.Dataset, files []File, classes []string) (*audioSou
 			if err != nil {
 				return nil, opError(i, name, "%v", err)
 			}
-			if frames, err = proto.NumFrames(length); err != nil {
-				return nil, opError(i, name, "%v", err)
+			frames = -1 // varies, padded per batch
+			if length > 0 {
+				if frames, err = proto.NumFrames(length); err != nil {
+					return nil, opError(i, name, "%v", err)
+				}
 			}
 			bins = proto.Bins()
 			spec = true
@@ -267,7 +270,9 @@ func newAudioSource(d config.Dataset, files []File, classes []string) (*audioSou
 				return nil, opError(i, name, "stack and subsample must be >= 1, got %d, %d", o.Stack, o.Subsample)
 			}
 			stack, sub := o.Stack, o.Subsample
-			frames = (frames + sub - 1) / sub
+			if frames > 0 {
+				frames = (frames + sub - 1) / sub
+			}
 			bins *= stack
 			step = func(c *pipeline.Ctx, st *audioState) error {
 				var f audio.Features
@@ -295,16 +300,22 @@ func newAudioSource(d config.Dataset, files []File, classes []string) (*audioSou
 		feat = batch.FieldSpec{Name: "features", DType: config.DTypes["float32"], Shape: []int64{int64(frames), int64(bins)}}
 	case length > 0:
 		feat = batch.FieldSpec{Name: "features", DType: config.DTypes["float32"], Shape: []int64{int64(length)}}
+	case d.Collate == "pad":
+		feat = batch.FieldSpec{Name: "features", DType: config.DTypes["float32"], Shape: []int64{-1}}
 	default:
-		return nil, fmt.Errorf("config: option \"dataset.transforms\": recordings differ in length: add pad_trim")
+		return nil, fmt.Errorf("config: option \"dataset.transforms\": recordings differ in length: add pad_trim, or set collate to \"pad\"")
 	}
 	steps = append(steps, pipeline.Step{Name: "output", Fn: func(c *pipeline.Ctx, smp *pipeline.Sample) error {
 		st := smp.State.(*audioState)
-		src := st.wave.Samples
+		src, shape := st.wave.Samples, []int64{int64(len(st.wave.Samples))}
 		if st.spec {
-			src = st.feat.Data
+			src, shape = st.feat.Data, []int64{int64(st.feat.Frames), int64(st.feat.Bins)}
 		}
-		dst := floats(smp.Fields[0].Data)
+		f := &smp.Fields[0]
+		if slices.Contains(f.Shape, -1) { // padding collate: this sample's own size
+			f.Shape, f.Data = shape, make([]byte, 4*len(src))
+		}
+		dst := floats(f.Data)
 		if len(src) != len(dst) {
 			return fmt.Errorf("features of %d values, want %d (internal)", len(src), len(dst))
 		}

@@ -119,7 +119,7 @@ var imageOps = []string{"resize", "center_crop", "random_crop", "random_resized_
 
 // parseImageChain reads and checks the chain, and follows the image's size
 // through it: the output must have a fixed size and be a tensor.
-func parseImageChain(raws []json.RawMessage) (ops []imgOp, out batch.FieldSpec, err error) {
+func parseImageChain(raws []json.RawMessage, pad bool) (ops []imgOp, out batch.FieldSpec, err error) {
 	h, w, known := 0, 0, false // the image size, when fixed
 	tensor := ""               // "float32" after to_tensor, "uint8" after pil_to_tensor
 	for i, raw := range raws {
@@ -197,15 +197,18 @@ func parseImageChain(raws []json.RawMessage) (ops []imgOp, out batch.FieldSpec, 
 	if tensor == "" {
 		return nil, out, fmt.Errorf("config: option \"dataset.transforms\": the chain must end with to_tensor or pil_to_tensor (optionally then normalize) so that samples can be batched")
 	}
-	if !known {
-		return nil, out, fmt.Errorf("config: option \"dataset.transforms\": the images would not all have the same size: add center_crop, random_crop, random_resized_crop or resize to [h, w] before the tensor conversion")
+	if !known && !pad {
+		return nil, out, fmt.Errorf("config: option \"dataset.transforms\": the images would not all have the same size: add center_crop, random_crop, random_resized_crop or resize to [h, w] before the tensor conversion, or set collate to \"pad\"")
 	}
 	out = batch.FieldSpec{Name: "image", DType: config.DTypes[tensor], Shape: []int64{3, int64(h), int64(w)}}
+	if !known {
+		out.Shape = []int64{3, -1, -1} // padded per batch
+	}
 	return ops, out, nil
 }
 
 func newImageSource(d config.Dataset, files []File, classes []string) (*imageSource, error) {
-	ops, out, err := parseImageChain(d.Transforms)
+	ops, out, err := parseImageChain(d.Transforms, d.Collate == "pad")
 	if err != nil {
 		return nil, err
 	}
@@ -365,8 +368,10 @@ func compileImageOps(ops []imgOp) []pipeline.Step {
 				i++
 			}
 			steps = append(steps, pipeline.Step{Name: "to_tensor", Fn: func(c *pipeline.Ctx, smp *pipeline.Sample) error {
+				img := smp.State.(*imageops.Image)
+				sized(smp, img, 4)
 				dst := floats(smp.Fields[0].Data)
-				if err := imageops.ToTensor(dst, smp.State.(*imageops.Image)); err != nil {
+				if err := imageops.ToTensor(dst, img); err != nil {
 					return err
 				}
 				if n != nil {
@@ -379,6 +384,16 @@ func compileImageOps(ops []imgOp) []pipeline.Step {
 		steps = append(steps, pipeline.Step{Name: o.Op, Fn: imageStep(o)})
 	}
 	return steps
+}
+
+// sized gives the image field a buffer of img's size when the field's size
+// varies (the padding collate); a fixed field keeps its pooled buffer.
+func sized(smp *pipeline.Sample, img *imageops.Image, esize int) {
+	f := &smp.Fields[0]
+	if slices.Contains(f.Shape, -1) || len(f.Data) == 0 {
+		f.Shape = []int64{int64(img.C), int64(img.H), int64(img.W)}
+		f.Data = make([]byte, img.C*img.H*img.W*esize)
+	}
 }
 
 // fusedInto runs a fused plan into the sample's image field.
@@ -442,6 +457,7 @@ func imageStep(o imgOp) func(c *pipeline.Ctx, smp *pipeline.Sample) error {
 			j := imageops.ColorJitter{Brightness: o.Brightness, Contrast: o.Contrast, Saturation: o.Saturation}
 			return j.Params(&c.Rand).Apply(img)
 		case "pil_to_tensor":
+			sized(smp, img, 1)
 			return imageops.PILToTensor(smp.Fields[0].Data, img)
 		default:
 			return fmt.Errorf("image op %q cannot run here (internal)", o.Op)

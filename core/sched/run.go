@@ -324,42 +324,107 @@ func (r *epochRun) failWith(err error) {
 	}
 }
 
-// place copies a sample into row `row` of b and recycles its buffer. A
-// field whose shape or size is not its spec's fails the sample.
-func (r *epochRun) place(b *batch.Batch, row int, it *item) error {
-	defer func() {
-		r.l.putBuf(it.buf)
-		it.buf = nil
-		it.smp.State = nil
-	}()
-	if len(it.smp.Fields) != len(r.l.specs) {
-		return &SampleError{Index: it.smp.Index, Step: "batch", Err: fmt.Errorf(
-			"%d fields, the source declares %d", len(it.smp.Fields), len(r.l.specs))}
-	}
-	for k, f := range it.smp.Fields {
-		spec := r.l.specs[k]
-		if len(f.Data) != spec.Bytes() || !slices.Equal(f.Shape, spec.Shape) || f.DType != spec.DType {
-			return &SampleError{Index: it.smp.Index, Step: "batch", Err: fmt.Errorf(
-				"field %q has shape %v (%d bytes), but every sample must have shape %v (%d bytes): "+
-					"make sizes uniform with a transform (resize, crop, pad, trim) before batching",
-				spec.Name, f.Shape, len(f.Data), spec.Shape, spec.Bytes())}
+// build allocates batch seq and copies rows into it, then recycles the
+// rows' buffers (also on error). A field declared with variable
+// dimensions (-1) gets, in each of them, the largest size among the rows;
+// smaller rows are zero-padded at the end. A row whose field does not
+// match its spec fails with a SampleError naming the field.
+func (r *epochRun) build(seq int64, rows []*item) (*batch.Batch, error) {
+	defer r.recycle(rows...)
+	specs := slices.Clone(r.l.specs)
+	for k, spec := range specs {
+		var shape []int64
+		for _, it := range rows {
+			if len(it.smp.Fields) != len(specs) {
+				return nil, &SampleError{Index: it.smp.Index, Step: "batch", Err: fmt.Errorf(
+					"%d fields, the source declares %d", len(it.smp.Fields), len(specs))}
+			}
+			f := it.smp.Fields[k]
+			if err := fits(spec, f); err != nil {
+				return nil, &SampleError{Index: it.smp.Index, Step: "batch", Err: err}
+			}
+			if shape == nil {
+				shape = slices.Clone(f.Shape)
+			}
+			for d := range shape {
+				shape[d] = max(shape[d], f.Shape[d])
+			}
 		}
-		copy(b.Fields[k].Row(row), f.Data)
+		specs[k].Shape = shape
 	}
-	b.Indices[row] = it.smp.Index
-	if it.slow {
-		b.NumSlow++
-	}
-	return nil
-}
-
-func (r *epochRun) newBatch(seq int64, n int) (*batch.Batch, error) {
-	b, err := batch.New(r.l.alloc, n, r.l.specs)
+	b, err := batch.New(r.l.alloc, len(rows), specs)
 	if err != nil {
 		return nil, err
 	}
 	b.Epoch, b.Seq = r.epoch, seq
+	for row, it := range rows {
+		for k, f := range it.smp.Fields {
+			dst := b.Fields[k].Row(row)
+			if slices.Equal(f.Shape, specs[k].Shape) {
+				copy(dst, f.Data)
+			} else {
+				padCopy(dst, specs[k].Shape, f.Data, f.Shape, f.DType.Size())
+			}
+		}
+		b.Indices[row] = it.smp.Index
+		if it.slow {
+			b.NumSlow++
+		}
+	}
 	return b, nil
+}
+
+// fits checks a sample's field against its spec: same dtype and rank, the
+// spec's size in every fixed dimension, and data of the shape's size.
+func fits(spec batch.FieldSpec, f pipeline.Array) error {
+	ok := f.DType == spec.DType && len(f.Shape) == len(spec.Shape)
+	n := f.DType.Size()
+	for d := 0; ok && d < len(f.Shape); d++ {
+		ok = f.Shape[d] >= 1 && (spec.Shape[d] == -1 || f.Shape[d] == spec.Shape[d])
+		n *= int(f.Shape[d])
+	}
+	if ok && len(f.Data) == n {
+		return nil
+	}
+	return fmt.Errorf("field %q has shape %v (%d bytes), but every sample must have shape %v: "+
+		"make sizes uniform with a transform (resize, crop, pad, trim) before batching, "+
+		"or ask the dataset for the padding collate", spec.Name, f.Shape, len(f.Data), spec.Shape)
+}
+
+// padCopy copies a row-major array of shape src into the leading corner of
+// one of shape dst (every dst dimension >= src's), leaving the rest of dst
+// zero.
+func padCopy(dst []byte, dstShape []int64, src []byte, srcShape []int64, esize int) {
+	clear(dst)
+	if len(src) == 0 {
+		return
+	}
+	rank := len(srcShape)
+	if rank == 0 {
+		copy(dst, src)
+		return
+	}
+	inner := int(srcShape[rank-1]) * esize
+	// Strides of dst in bytes.
+	stride := make([]int, rank)
+	stride[rank-1] = esize
+	for d := rank - 2; d >= 0; d-- {
+		stride[d] = stride[d+1] * int(dstShape[d+1])
+	}
+	idx := make([]int64, rank-1)
+	for off := 0; off < len(src); off += inner {
+		at := 0
+		for d, i := range idx {
+			at += int(i) * stride[d]
+		}
+		copy(dst[at:at+inner], src[off:off+inner])
+		for d := len(idx) - 1; d >= 0; d-- {
+			if idx[d]++; idx[d] < srcShape[d] {
+				break
+			}
+			idx[d] = 0
+		}
+	}
 }
 
 // recycle returns the buffers of items the builder will never place.
@@ -405,14 +470,12 @@ func (r *epochRun) buildAnyOrder() {
 	defer func() { r.recycle(ready...) }()
 	slowCh := r.slow
 	placed := 0
+	rows := make([]*item, 0, B)
+	defer func() { r.recycle(rows...) }()
 	for seq := int64(0); placed < r.total; seq++ {
 		n := min(B, r.total-placed)
-		b, err := r.newBatch(seq, n)
-		if err != nil {
-			r.failWith(err)
-			return
-		}
-		for row := 0; row < n; {
+		rows = rows[:0]
+		for len(rows) < n {
 			// Collect finished slow samples without blocking.
 			for more := true; more && slowCh != nil; {
 				select {
@@ -450,22 +513,20 @@ func (r *epochRun) buildAnyOrder() {
 					}
 					it = s
 				case <-r.ctx.Done():
-					b.Release()
 					return
 				}
 			}
 			if it.err != nil {
 				r.recycle(it)
-				b.Release()
 				r.failWith(it.err)
 				return
 			}
-			if err := r.place(b, row, it); err != nil {
-				b.Release()
-				r.failWith(err)
-				return
-			}
-			row++
+			rows = append(rows, it)
+		}
+		b, err := r.build(seq, rows)
+		if err != nil {
+			r.failWith(err)
+			return
 		}
 		placed += n
 		if !r.emit(b) {
@@ -485,11 +546,11 @@ func (r *epochRun) buildInOrder() {
 	l := r.l
 	B := l.cfg.BatchSize
 	nb := (r.total + B - 1) / B
-	pending := map[int]*batch.Batch{}
+	pending := map[int][]*item{} // batch number -> its rows, by position
 	filled := map[int]int{}
 	defer func() {
-		for _, b := range pending {
-			b.Release()
+		for _, rows := range pending {
+			r.recycle(rows...)
 		}
 	}()
 	slowCh := r.slow
@@ -513,26 +574,20 @@ func (r *epochRun) buildInOrder() {
 			return
 		}
 		k := it.pos / B
-		b := pending[k]
-		if b == nil {
-			var err error
-			b, err = r.newBatch(int64(k), min(B, r.total-k*B))
+		if pending[k] == nil {
+			pending[k] = make([]*item, min(B, r.total-k*B))
+		}
+		pending[k][it.pos-k*B] = it
+		filled[k]++
+		for next < nb && pending[next] != nil && filled[next] == len(pending[next]) {
+			rows := pending[next]
+			delete(pending, next)
+			delete(filled, next)
+			b, err := r.build(int64(next), rows)
 			if err != nil {
-				r.recycle(it)
 				r.failWith(err)
 				return
 			}
-			pending[k] = b
-		}
-		if err := r.place(b, it.pos-k*B, it); err != nil {
-			r.failWith(err)
-			return
-		}
-		filled[k]++
-		for next < nb && pending[next] != nil && filled[next] == pending[next].N {
-			b := pending[next]
-			delete(pending, next)
-			delete(filled, next)
 			next++
 			if !r.emit(b) {
 				return

@@ -651,3 +651,79 @@ func TestVariableSizeFieldIsAClearError(t *testing.T) {
 		}
 	}
 }
+
+// varSource's "seq" field has a variable first dimension: sample i has
+// i%4+1 rows of 2 int16 values, each (i, row).
+type varSource struct{ n int64 }
+
+func (v varSource) Len() int64 { return v.n }
+func (v varSource) Fields() []batch.FieldSpec {
+	return []batch.FieldSpec{
+		{Name: "seq", DType: config.DTypes["int16"], Shape: []int64{-1, 2}},
+		{Name: "label", DType: config.DTypes["int64"]},
+	}
+}
+func (v varSource) Load(c *pipeline.Ctx, i int64, s *pipeline.Sample) error {
+	rows := i%4 + 1
+	data := make([]byte, rows*2*2)
+	for r := int64(0); r < rows; r++ {
+		data[4*r], data[4*r+2] = byte(i+1), byte(r+1)
+	}
+	s.Fields[0].Data, s.Fields[0].Shape = data, []int64{rows, 2}
+	putInt64(s.Fields[1].Data, i)
+	return nil
+}
+func (v varSource) Steps() []pipeline.Step { return nil }
+
+// TestPaddingCollate: a variable dimension is padded to the longest sample
+// of each batch, with zeros after each sample's own rows.
+func TestPaddingCollate(t *testing.T) {
+	for _, inOrder := range []bool{true, false} {
+		cfg := cfgFor(t, fmt.Sprintf(`{"batch_size": 3, "workers": 2, "in_order": %v}`, inOrder))
+		var alloc batch.GoAllocator
+		l, err := New(cfg, varSource{n: 10}, &alloc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, bs := drain(t, l, 0)
+		seen := 0
+		for _, b := range bs {
+			f := b.Field("seq")
+			longest := int64(0)
+			for _, i := range b.Indices {
+				longest = max(longest, i%4+1)
+			}
+			if f.Shape[1] != longest || f.Shape[2] != 2 {
+				t.Fatalf("batch %d: shape %v, want [%d %d 2]", b.Seq, f.Shape, b.N, longest)
+			}
+			for row, i := range b.Indices {
+				data := f.Row(row)
+				for r := int64(0); r < longest; r++ {
+					want0, want1 := byte(0), byte(0)
+					if r < i%4+1 {
+						want0, want1 = byte(i+1), byte(r+1)
+					}
+					if data[4*r] != want0 || data[4*r+2] != want1 || data[4*r+1] != 0 || data[4*r+3] != 0 {
+						t.Fatalf("index %d row %d: got % x", i, r, data[4*r:4*r+4])
+					}
+				}
+				seen++
+			}
+		}
+		releaseAll(bs)
+		l.Close()
+		if seen != 10 || alloc.Live() != 0 {
+			t.Fatalf("seen %d, live %d", seen, alloc.Live())
+		}
+	}
+}
+
+func TestPadCopy(t *testing.T) {
+	src := []byte{1, 2, 3, 4, 5, 6} // 2x3
+	dst := make([]byte, 3*4)
+	padCopy(dst, []int64{3, 4}, src, []int64{2, 3}, 1)
+	want := []byte{1, 2, 3, 0, 4, 5, 6, 0, 0, 0, 0, 0}
+	if !bytes.Equal(dst, want) {
+		t.Fatalf("got %v, want %v", dst, want)
+	}
+}

@@ -44,6 +44,7 @@ class FileDataset(Dataset[Any]):
         max_pixels: int | None = None,
         max_file_bytes: int | None = None,
         decode_scale: bool = False,
+        collate: str = "stack",
         **source: Any,
     ) -> None:
         self.transform = transform
@@ -54,6 +55,11 @@ class FileDataset(Dataset[Any]):
             self._config["max_pixels"] = int(max_pixels)
         if max_file_bytes is not None:
             self._config["max_file_bytes"] = int(max_file_bytes)
+        if collate != "stack":
+            # "pad": sizes the chain leaves variable are zero-padded to the
+            # largest sample of each batch (audio without PadTrim, images
+            # without a crop); the field's shape then varies per batch.
+            self._config["collate"] = collate
         if decode_scale:
             # Fused image chains decode JPEGs at a reduced DCT scale that
             # still covers the output: faster, pixels close to (not equal

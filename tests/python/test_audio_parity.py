@@ -135,3 +135,21 @@ def test_audio_errors(tmp_path) -> None:
     ds = mds.AudioFolder(root, transform=[T.PadTrim(1000)])
     with NativeLoader(ds, 3) as loader, pytest.raises(SampleError, match="bad.wav"):
         list(loader)
+
+
+def test_padding_collate_pads_to_the_longest_in_batch(tmp_path) -> None:
+    root = str(tmp_path)
+    sigs = _write_wavs(root, [4000, 7000, 5000, 9000])
+    order = [1, 3, 0, 2]  # dataset index -> file written
+    with pytest.raises(InvalidArgumentError, match="collate"):
+        mds.AudioFolder(root, transform=[T.Spectrogram(n_fft=256, hop_length=128)])
+    ds = mds.AudioFolder(root, transform=[T.Spectrogram(n_fft=256, hop_length=128)], collate="pad")
+    assert ds.fields[0]["shape"] == [-1, 129]
+    with NativeLoader(ds, 2, output="numpy", return_indices=True) as loader:
+        batches = list(loader)
+    for feats, lengths, _, indices in batches:
+        want_frames = [len(sigs[order[int(i)]]) // 128 + 1 for i in indices]
+        assert feats.shape == (2, max(want_frames), 129)
+        assert lengths.tolist() == want_frames
+        for row, n in enumerate(want_frames):
+            assert np.all(feats[row, n:] == 0) and np.any(feats[row, :n] != 0)

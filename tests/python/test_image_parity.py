@@ -224,3 +224,18 @@ def test_decode_scale_is_close_and_draws_the_same_params(tmp_path, train: bool) 
     # Same crop and flip (the parameters are drawn on the full size), pixels
     # from a smaller decode: close on average, not equal.
     assert np.abs(full - scaled).mean() < 0.02
+
+
+def test_padding_collate_for_images(tmp_path) -> None:
+    root = str(tmp_path)
+    _write_images(root, "png", [(20, 30), (30, 20), (25, 25), (16, 40)])
+    ds = mds.ImageFolder(root, transform=[T.Resize(12), T.PILToTensor()], collate="pad")
+    assert ds.fields[0]["shape"] == [3, -1, -1]
+    got, _, idx = _native_epoch(ds)  # batches of 4: one batch
+    ref = torchvision.datasets.ImageFolder(root, transform=tvt.Compose([tvt.Resize(12), tvt.PILToTensor()]))
+    wants = [np.asarray(ref[int(i)][0]) for i in idx]
+    assert got.shape == (4, 3, max(w.shape[1] for w in wants), max(w.shape[2] for w in wants))
+    for row, want in enumerate(wants):
+        h, w = want.shape[1:]
+        np.testing.assert_array_equal(got[row, :, :h, :w], want)
+        assert not got[row, :, h:, :].any() and not got[row, :, :, w:].any()
