@@ -13,7 +13,7 @@ import (
 // reader agrees with the in-memory one, and that the ops run on whatever
 // was read. Seeds: testdata/fuzz/FuzzReadNpy and the encodings below.
 //
-//	go test -run XXX -fuzz FuzzReadNpy -fuzztime 60s ./core/volume/
+//	go test -run '^$' -fuzz FuzzReadNpy -fuzztime 60s ./core/volume/
 func FuzzReadNpy(f *testing.F) {
 	for dt := Uint8; dt <= Float64; dt++ {
 		v := randomVolume(f, dt, uint64(dt), 1, 2, 3, 2)
