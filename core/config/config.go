@@ -62,6 +62,10 @@ type Config struct {
 	// A finished slow sample waits for at most SlowMaxAge batches before it
 	// is taken ahead of fast samples (no starvation).
 	SlowMaxAge int `json:"slow_max_age"`
+	// PrefetchEpoch starts epoch e+1 once epoch e has dispatched its last
+	// sample (its own max_inflight bound), so epoch boundaries do not
+	// starve the consumer; StartEpoch(e+1) adopts it.
+	PrefetchEpoch bool `json:"prefetch_epoch"`
 
 	Dataset Dataset `json:"dataset"`
 }
@@ -129,6 +133,7 @@ func Default() Config {
 		MinTimeoutMS:      0.1,
 		PrefetchBatches:   2,
 		SlowMaxAge:        2,
+		PrefetchEpoch:     true,
 		Dataset: Dataset{
 			Kind:       "synthetic",
 			Length:     1024,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/minatoloader/minatoloader/core/batch"
@@ -61,9 +62,11 @@ type epochRun struct {
 	fastWG sync.WaitGroup // fast workers; temp closes after them
 	wg     sync.WaitGroup // every goroutine of the run
 
-	errOnce sync.Once
-	err     error
-	errMu   sync.Mutex
+	err   error
+	errMu sync.Mutex
+
+	dispatched atomic.Bool // every sample of the epoch was dispatched
+	prefetched atomic.Bool // the next epoch was started
 }
 
 func (l *Loader) newRun(epoch int64, order []int64) *epochRun {
@@ -94,7 +97,8 @@ func (r *epochRun) goroutine(f func()) {
 	}()
 }
 
-func (r *epochRun) start() {
+// startWorkers starts the dispatcher, the lanes and the builder.
+func (r *epochRun) startWorkers() {
 	l := r.l
 	r.goroutine(r.dispatch)
 	// Fast workers count in both groups: they leave the fast lane when the
@@ -116,7 +120,12 @@ func (r *epochRun) start() {
 	} else {
 		r.goroutine(r.buildAnyOrder)
 	}
-	if l.cfg.Adaptive && l.cfg.MaxWorkers > 1 {
+}
+
+// startScaler starts the worker-count controller (when the run becomes the
+// current epoch; a prefetched run has none).
+func (r *epochRun) startScaler() {
+	if r.l.cfg.Adaptive && r.l.cfg.MaxWorkers > 1 {
 		r.goroutine(r.scaler)
 	}
 }
@@ -167,6 +176,7 @@ func (r *epochRun) dispatch() {
 			return
 		}
 	}
+	r.dispatched.Store(true)
 }
 
 // fastWorker runs samples until their elapsed time passes the threshold;
@@ -305,7 +315,6 @@ func (r *epochRun) emit(b *batch.Batch) bool {
 			<-r.tokens
 		}
 		r.l.st.batchesBuilt.Add(1)
-		r.l.st.samplesOut.Add(int64(b.N))
 		return true
 	case <-r.ctx.Done():
 		b.Release()

@@ -45,6 +45,7 @@ type Loader struct {
 
 	mu     sync.Mutex
 	run    *epochRun
+	next   *epochRun // epoch run+1, started early (cfg.PrefetchEpoch)
 	closed bool
 }
 
@@ -118,16 +119,6 @@ func (l *Loader) StartEpoch(epoch int64) error {
 	if epoch < 0 {
 		return fmt.Errorf("epoch must be >= 0, got %d", epoch)
 	}
-	order, err := sampler.Indices(sampler.Options{
-		Length: l.src.Len(), Shuffle: l.cfg.Shuffle, Seed: l.cfg.Seed,
-		Rank: l.cfg.Rank, WorldSize: l.cfg.WorldSize,
-	}, epoch)
-	if err != nil {
-		return err
-	}
-	_, total := l.Len()
-	order = order[:total]
-
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -135,14 +126,63 @@ func (l *Loader) StartEpoch(epoch int64) error {
 	}
 	if l.run != nil {
 		l.run.stop()
+		l.run = nil
 	}
-	l.run = l.newRun(epoch, order)
+	if next := l.next; next != nil {
+		l.next = nil
+		if next.epoch == epoch {
+			// Started while the last epoch ended: adopt it.
+			l.run = next
+		} else {
+			next.stop()
+		}
+	}
+	if l.run == nil {
+		order, err := l.order(epoch)
+		if err != nil {
+			return err
+		}
+		l.run = l.newRun(epoch, order)
+		l.run.startWorkers()
+	}
 	l.st.epoch.Store(epoch)
 	l.st.epochStart.Store(time.Now().UnixNano())
 	l.st.firstBatchNS.Store(-1)
 	l.lastNext.Store(0)
-	l.run.start()
+	l.run.startScaler()
 	return nil
+}
+
+// order is the epoch's sample order, cut to what it delivers.
+func (l *Loader) order(epoch int64) ([]int64, error) {
+	order, err := sampler.Indices(sampler.Options{
+		Length: l.src.Len(), Shuffle: l.cfg.Shuffle, Seed: l.cfg.Seed,
+		Rank: l.cfg.Rank, WorldSize: l.cfg.WorldSize,
+	}, epoch)
+	if err != nil {
+		return nil, err
+	}
+	_, total := l.Len()
+	return order[:total], nil
+}
+
+// prefetchNext starts epoch run.epoch+1 in the background once run has
+// dispatched its last sample, so that the next epoch's first batches are
+// built while this one's last samples finish. StartEpoch adopts it when
+// asked for that epoch and drops it otherwise. At most one epoch is
+// prefetched; it has its own in-flight bound.
+func (l *Loader) prefetchNext(run *epochRun) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || l.run != run || l.next != nil || !run.prefetched.CompareAndSwap(false, true) {
+		return
+	}
+	order, err := l.order(run.epoch + 1)
+	if err != nil {
+		return
+	}
+	l.next = l.newRun(run.epoch+1, order)
+	l.next.startWorkers()
 }
 
 // Next returns the next batch of the current epoch: io.EOF once every
@@ -158,6 +198,9 @@ func (l *Loader) Next(ctx context.Context) (*batch.Batch, error) {
 	}
 	if run == nil {
 		return nil, ErrNoEpoch
+	}
+	if l.cfg.PrefetchEpoch && run.dispatched.Load() && !run.prefetched.Load() {
+		l.prefetchNext(run)
 	}
 	t0 := time.Now()
 	if last := l.lastNext.Load(); last > 0 {
@@ -196,6 +239,11 @@ func (l *Loader) Next(ctx context.Context) (*batch.Batch, error) {
 		if run.ctx.Err() != nil && l.isClosed() {
 			return nil, ErrClosed
 		}
+		if l.cfg.PrefetchEpoch {
+			// Every sample was delivered, so all were dispatched, even if the
+			// dispatcher has not yet recorded it.
+			l.prefetchNext(run)
+		}
 		return nil, io.EOF
 	}
 	if r.err != nil {
@@ -205,6 +253,7 @@ func (l *Loader) Next(ctx context.Context) (*batch.Batch, error) {
 		l.st.firstBatchNS.Store(time.Now().UnixNano() - l.st.epochStart.Load())
 	}
 	l.st.batchesOut.Add(1)
+	l.st.samplesOut.Add(int64(r.b.N))
 	return r.b, nil
 }
 
@@ -223,11 +272,13 @@ func (l *Loader) Close() error {
 		return nil
 	}
 	l.closed = true
-	run := l.run
-	l.run = nil
+	run, next := l.run, l.next
+	l.run, l.next = nil, nil
 	l.mu.Unlock()
-	if run != nil {
-		run.stop()
+	for _, r := range []*epochRun{run, next} {
+		if r != nil {
+			r.stop()
+		}
 	}
 	return nil
 }

@@ -29,9 +29,9 @@ type counters struct {
 type Stats struct {
 	Epoch           int64   `json:"epoch"`
 	Batches         int64   `json:"batches"`          // handed to the consumer
-	Samples         int64   `json:"samples"`          // placed in emitted batches
-	FastSamples     int64   `json:"fast_samples"`     // finished on the fast lane
-	SlowSamples     int64   `json:"slow_samples"`     // finished on the slow lane
+	Samples         int64   `json:"samples"`          // in batches handed to the consumer
+	FastSamples     int64   `json:"fast_samples"`     // finished on the fast lane (a prefetched epoch's too)
+	SlowSamples     int64   `json:"slow_samples"`     // finished on the slow lane (likewise)
 	MovedToSlow     int64   `json:"moved_to_slow"`    // handed to the slow lane
 	Preempted       int64   `json:"preempted_steps"`  // steps given up at the deadline and re-run
 	SlowByFast      int64   `json:"slow_by_fast"`     // slow samples resumed by idle fast workers

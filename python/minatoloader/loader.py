@@ -122,7 +122,11 @@ class NativeLoader(NativeHandle):
       ``quantile`` of a streaming estimate after ``warmup_samples``, the
       ``fallback_quantile`` while more than ``slow_fraction_limit`` of recent
       samples go slow), never below ``min_timeout_ms``;
-    * ``prefetch_batches``, ``max_inflight`` (None: derived), ``slow_max_age``.
+    * ``prefetch_batches``, ``max_inflight`` (None: derived), ``slow_max_age``;
+    * ``prefetch_epoch``: start the next epoch once this one has dispatched
+      its last sample (adopted by the next ``iter()``, dropped after
+      ``set_epoch`` to another epoch), so epoch boundaries do not starve the
+      consumer.
 
     ``batch_timeout`` (seconds, 0: no limit) bounds the wait for one batch:
     a longer wait raises ``RuntimeError`` as torch's DataLoader ``timeout``
@@ -169,6 +173,7 @@ class NativeLoader(NativeHandle):
         prefetch_batches: int = 2,
         max_inflight: int | None = None,
         slow_max_age: int = 2,
+        prefetch_epoch: bool = True,
         output: str = "auto",
         return_indices: bool = False,
         batch_timeout: float = 0.0,
@@ -214,6 +219,7 @@ class NativeLoader(NativeHandle):
             "prefetch_batches": prefetch_batches,
             "max_inflight": 0 if max_inflight is None else max_inflight,
             "slow_max_age": slow_max_age,
+            "prefetch_epoch": prefetch_epoch,
         }
         config = {name: _plain(name, value) for name, value in options.items()}
         config["dataset"] = _plain("dataset", dataset.config())

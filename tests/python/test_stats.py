@@ -5,7 +5,7 @@ from minatoloader import NativeLoader, SyntheticDataset
 
 
 def test_stats_counts_one_epoch() -> None:
-    with NativeLoader(SyntheticDataset(50), 8, workers=2) as loader:
+    with NativeLoader(SyntheticDataset(50), 8, workers=2, prefetch_epoch=False) as loader:
         for _ in loader:
             pass
         stats = loader.stats()
@@ -14,6 +14,17 @@ def test_stats_counts_one_epoch() -> None:
     assert stats["batches"] == 7
     assert stats["fast_samples"] + stats["slow_samples"] == 50
     assert stats["failed"] == 0
+
+
+def test_stats_with_the_next_epoch_prefetched() -> None:
+    # "samples" and "batches" count what the consumer got; the lanes' counts
+    # include the work already done for the next epoch.
+    with NativeLoader(SyntheticDataset(50), 8, workers=2) as loader:
+        for _ in loader:
+            pass
+        stats = loader.stats()
+    assert stats["samples"] == 50 and stats["batches"] == 7
+    assert stats["fast_samples"] + stats["slow_samples"] >= 50
 
 
 def test_stats_before_first_epoch() -> None:
