@@ -41,8 +41,8 @@ demo: install
 test: gotest fuzz ctest pytest
 
 # Every decoder's fuzz target, briefly (FUZZTIME inputs each; a count, not a
-# duration: time-based runs can end in a spurious "context deadline
-# exceeded"), from its seeds in
+# duration: a timed run can end in a spurious "context deadline
+# exceeded", golang/go#75804, unfixed in Go 1.26), from its seeds in
 # testdata/fuzz; `make fuzz FUZZTIME=60s` for a real run.
 FUZZTIME ?= 20000x
 FUZZ_TARGETS := FuzzParse:./core/config FuzzDecodeJPEG:./core/imageops FuzzDecodePNG:./core/imageops \
