@@ -390,7 +390,7 @@ func compileImageOps(ops []imgOp) []pipeline.Step {
 // varies (the padding collate); a fixed field keeps its pooled buffer.
 func sized(smp *pipeline.Sample, img *imageops.Image, esize int) {
 	f := &smp.Fields[0]
-	if slices.Contains(f.Shape, -1) || len(f.Data) == 0 {
+	if slices.Contains(f.Shape, -1) {
 		f.Shape = []int64{int64(img.C), int64(img.H), int64(img.W)}
 		f.Data = make([]byte, img.C*img.H*img.W*esize)
 	}

@@ -1,12 +1,8 @@
 package sched
 
 import (
-	"context"
 	"errors"
 	"fmt"
-
-	"github.com/minatoloader/minatoloader/core/batch"
-	"github.com/minatoloader/minatoloader/core/config"
 )
 
 // ErrClosed is returned by calls on a closed Loader.
@@ -28,7 +24,3 @@ func (e *SampleError) Error() string {
 }
 
 func (e *SampleError) Unwrap() error { return e.Err }
-
-var _ = context.Background
-var _ batch.Allocator
-var _ config.Config
