@@ -67,6 +67,17 @@ type Config struct {
 	// starve the consumer; StartEpoch(e+1) adopts it.
 	PrefetchEpoch bool `json:"prefetch_epoch"`
 
+	// Feed: the host supplies each epoch's order (ml_loader_feed) in whole
+	// batches of any size, instead of the core's sampler (a Python sampler
+	// or batch_sampler may be lazy or infinite). No epoch prefetch.
+	Feed bool `json:"feed"`
+
+	// OnError is "raise" (a failed sample ends its epoch with its error) or
+	// "skip": the sample is left out and counted, until more than
+	// MaxSkipped samples of one epoch failed (-1: no limit).
+	OnError    string `json:"on_error"`
+	MaxSkipped int64  `json:"max_skipped"`
+
 	Dataset Dataset `json:"dataset"`
 }
 
@@ -107,10 +118,22 @@ type Dataset struct {
 	// "pad": sizes that the chain leaves variable are padded with zeros
 	// to the largest sample of each batch.
 	Collate string `json:"collate"`
+
+	// Python worker processes (kind "python"): the main process's end of
+	// each one's channel (the loader takes ownership) and its arena.
+	Procs []Proc `json:"procs"`
+}
+
+// Proc is one Python worker process (docs/worker-protocol.md).
+type Proc struct {
+	FD        int   `json:"fd"`
+	PID       int   `json:"pid"`
+	ArenaFD   int   `json:"arena_fd"`
+	ArenaSize int64 `json:"arena_size"`
 }
 
 // DatasetKinds are the values of dataset.kind.
-var DatasetKinds = []string{"synthetic", "image_folder", "file_list", "audio_folder", "npy_pairs"}
+var DatasetKinds = []string{"synthetic", "image_folder", "file_list", "audio_folder", "npy_pairs", "python"}
 
 // Default returns the defaults: batch 1, sequential, learned threshold,
 // adaptive fast lane starting at 4 workers up to the number of CPUs.
@@ -134,6 +157,8 @@ func Default() Config {
 		PrefetchBatches:   2,
 		SlowMaxAge:        2,
 		PrefetchEpoch:     true,
+		OnError:           "raise",
+		MaxSkipped:        -1,
 		Dataset: Dataset{
 			Kind:       "synthetic",
 			Length:     1024,
@@ -228,6 +253,15 @@ func (c *Config) Validate() error {
 		return bad("max_inflight", "must be >= 0, got %d", c.MaxInflight)
 	case c.SlowMaxAge < 0:
 		return bad("slow_max_age", "must be >= 0, got %d", c.SlowMaxAge)
+	case c.OnError != "raise" && c.OnError != "skip":
+		return bad("on_error", "must be \"raise\" or \"skip\", got %q", c.OnError)
+	case c.MaxSkipped < -1:
+		return bad("max_skipped", "must be >= 0, or -1 for no limit, got %d", c.MaxSkipped)
+	case c.Dataset.Kind == "python" && !c.Feed:
+		return bad("feed", "a python dataset needs feed=true (the host's sampler orders it)")
+	}
+	if c.Feed {
+		c.PrefetchEpoch = false
 	}
 	if c.MaxWorkers == 0 {
 		c.MaxWorkers = max(c.Workers, runtime.NumCPU())
@@ -262,6 +296,17 @@ func (d *Dataset) validate() error {
 	}
 	if d.Collate != "" && d.Collate != "stack" && d.Collate != "pad" {
 		return bad("collate", "must be \"stack\" or \"pad\", got %q", d.Collate)
+	}
+	if d.Kind == "python" {
+		if len(d.Procs) == 0 {
+			return bad("procs", "a python dataset needs at least one worker process")
+		}
+		for i, p := range d.Procs {
+			if p.FD < 0 || p.ArenaFD < 0 || p.ArenaSize < 4096 || p.PID <= 0 {
+				return bad("procs", "worker %d: fd, arena_fd >= 0, pid > 0 and arena_size >= 4096 needed, got %+v", i, p)
+			}
+		}
+		return nil
 	}
 	if d.Kind != "synthetic" {
 		return nil // package datasets checks the rest, with the files at hand

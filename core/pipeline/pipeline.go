@@ -117,3 +117,12 @@ func NewSample(specs []batch.FieldSpec) Sample {
 	}
 	return s
 }
+
+// Dropper is implemented by sources whose samples hold resources outside
+// the loader (a Python worker's arena block). The loader calls Drop for
+// every dispatched sample the consumer will never receive: finished
+// (its Fields are final) or not (Resume holds the source's continuation).
+// Drop must not block.
+type Dropper interface {
+	Drop(s *Sample, finished bool)
+}

@@ -24,3 +24,16 @@ func (e *SampleError) Error() string {
 }
 
 func (e *SampleError) Unwrap() error { return e.Err }
+
+// BudgetError ends an epoch whose failed samples exceeded the skip policy's
+// budget; Err is the sample error that went over it.
+type BudgetError struct {
+	Budget int64
+	Err    error
+}
+
+func (e *BudgetError) Error() string {
+	return fmt.Sprintf("more than %d samples of this epoch failed (on_error=skip, max_skipped=%d); the last one: %v", e.Budget, e.Budget, e.Err)
+}
+
+func (e *BudgetError) Unwrap() error { return e.Err }

@@ -16,7 +16,8 @@ import (
 
 // item is one sample in flight through an epoch.
 type item struct {
-	pos     int // position in the epoch's order
+	pos     int   // position in the epoch's order
+	index   int64 // the sample index at pos
 	smp     pipeline.Sample
 	buf     *sampleBuf
 	next    int           // index of the next step to run
@@ -43,8 +44,7 @@ type result struct {
 type epochRun struct {
 	l      *Loader
 	epoch  int64
-	order  []int64
-	total  int
+	feed   *feed
 	ctx    context.Context // ends when the run is stopped
 	cancel context.CancelFunc
 	// wctx ends when the run is stopped or the builder is done; the
@@ -62,19 +62,21 @@ type epochRun struct {
 	fastWG sync.WaitGroup // fast workers; temp closes after them
 	wg     sync.WaitGroup // every goroutine of the run
 
-	err   error
-	errMu sync.Mutex
+	err      error
+	errMu    sync.Mutex // guards err, skipped, lastSkip
+	skipped  []int64    // indices left out under on_error=skip
+	lastSkip string
 
 	dispatched atomic.Bool // every sample of the epoch was dispatched
 	prefetched atomic.Bool // the next epoch was started
 }
 
-func (l *Loader) newRun(epoch int64, order []int64) *epochRun {
+func (l *Loader) newRun(epoch int64, f *feed) *epochRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	wctx, wcancel := context.WithCancel(ctx)
 	c := l.cfg.MaxInflight
 	return &epochRun{
-		l: l, epoch: epoch, order: order, total: len(order),
+		l: l, epoch: epoch, feed: f,
 		ctx: ctx, cancel: cancel, wctx: wctx, wcancel: wcancel,
 		tokens: make(chan struct{}, c),
 		work:   make(chan *item),
@@ -134,13 +136,17 @@ func (r *epochRun) startScaler() {
 func (r *epochRun) stop() {
 	r.cancel()
 	r.wg.Wait()
+	r.drainQueues()
 	for {
 		select {
 		case res, ok := <-r.out:
 			if !ok {
 				return
 			}
-			res.b.Release()
+			if res.b != nil {
+				r.dropBatch(res.b)
+				res.b.Release()
+			}
 		default:
 			return
 		}
@@ -163,20 +169,26 @@ func (r *epochRun) failure() error {
 
 func (r *epochRun) dispatch() {
 	defer close(r.work)
-	for pos := 0; pos < r.total; pos++ {
+	for pos := 0; ; pos++ {
+		index, ok := r.feed.index(pos, r.wctx.Done())
+		if !ok {
+			break
+		}
 		select {
 		case r.tokens <- struct{}{}:
 		case <-r.wctx.Done():
 			return
 		}
-		it := &item{pos: pos}
+		it := &item{pos: pos, index: index}
 		select {
 		case r.work <- it:
 		case <-r.wctx.Done():
 			return
 		}
 	}
-	r.dispatched.Store(true)
+	if r.wctx.Err() == nil {
+		r.dispatched.Store(true)
+	}
 }
 
 // fastWorker runs samples until their elapsed time passes the threshold;
@@ -230,7 +242,7 @@ func (r *epochRun) fastWorker(id int) {
 		}
 		it.buf = l.getBuf()
 		it.smp.Fields = it.buf.fields
-		it.smp.Index = r.order[it.pos]
+		it.smp.Index = it.index
 		it.smp.Resume = nil
 		it.smp.State = nil
 		timeout, learned := l.est.Threshold()
@@ -317,6 +329,7 @@ func (r *epochRun) emit(b *batch.Batch) bool {
 		r.l.st.batchesBuilt.Add(1)
 		return true
 	case <-r.ctx.Done():
+		r.dropBatch(b)
 		b.Release()
 		return false
 	}
@@ -446,18 +459,55 @@ func (r *epochRun) recycle(items ...*item) {
 	}
 }
 
-// drainAfterStop recycles buffers left in the queues once the run is over.
+// discard recycles items that will never reach a batch. A source that
+// holds resources for its samples outside the loader (a worker process's
+// arena block) hears of each through pipeline.Dropper: finished samples
+// with their fields, unfinished ones with their continuation.
+func (r *epochRun) discard(items ...*item) {
+	if d, ok := r.l.src.(pipeline.Dropper); ok {
+		for _, it := range items {
+			if it != nil && it.err == nil && it.buf != nil {
+				d.Drop(&it.smp, it.next == len(r.l.steps))
+			}
+		}
+	}
+	r.recycle(items...)
+}
+
+// dropBatch tells a Dropper source about the rows of a built batch that
+// the consumer will never see.
+func (r *epochRun) dropBatch(b *batch.Batch) {
+	d, ok := r.l.src.(pipeline.Dropper)
+	if !ok {
+		return
+	}
+	for row := 0; row < b.N; row++ {
+		s := pipeline.Sample{Index: b.Indices[row], Fields: make([]pipeline.Array, len(b.Fields))}
+		for k := range b.Fields {
+			s.Fields[k] = pipeline.Array{DType: b.Fields[k].DType, Data: b.Fields[k].Row(row)}
+		}
+		d.Drop(&s, true)
+	}
+}
+
+// drainQueues discards what is left in the lanes' queues once the run is
+// over.
 func (r *epochRun) drainQueues() {
 	for {
 		select {
 		case it, ok := <-r.fast:
 			if ok {
-				r.recycle(it)
+				r.discard(it)
 				continue
 			}
 		case it, ok := <-r.slow:
 			if ok {
-				r.recycle(it)
+				r.discard(it)
+				continue
+			}
+		case it, ok := <-r.temp:
+			if ok {
+				r.discard(it)
 				continue
 			}
 		default:
@@ -466,25 +516,66 @@ func (r *epochRun) drainQueues() {
 	}
 }
 
+// settle handles a finished item that carries an error: under the skip
+// policy it is counted and left out (true); otherwise, or once the budget
+// is spent, the run ends with the error (false).
+func (r *epochRun) settle(it *item) bool {
+	r.recycle(it)
+	if r.ctx.Err() != nil {
+		return false // stopped: the error is the cancellation
+	}
+	l := r.l
+	if l.cfg.OnError == "skip" {
+		r.errMu.Lock()
+		ok := l.cfg.MaxSkipped < 0 || int64(len(r.skipped)) < l.cfg.MaxSkipped
+		if ok {
+			r.skipped = append(r.skipped, it.index)
+			r.lastSkip = it.err.Error()
+		}
+		r.errMu.Unlock()
+		if ok {
+			l.st.skipped.Add(1)
+			return true
+		}
+		r.failWith(&BudgetError{Budget: l.cfg.MaxSkipped, Err: it.err})
+		return false
+	}
+	r.failWith(it.err)
+	return false
+}
+
 // buildAnyOrder fills each batch with whatever is ready: a slow sample that
 // has waited SlowMaxAge batches first, then fast samples, then other ready
 // slow samples. It never waits on a slow sample while a fast one is ready.
+// Batch seq has the feed's size for it, less what skipped samples leave
+// missing at the end of the epoch.
 func (r *epochRun) buildAnyOrder() {
 	defer r.wcancel()
 	defer close(r.out)
 	defer r.drainQueues()
 	l := r.l
-	B := l.cfg.BatchSize
 	var ready []*item // finished slow samples, oldest first
-	defer func() { r.recycle(ready...) }()
+	defer func() { r.discard(ready...) }()
 	slowCh := r.slow
-	placed := 0
-	rows := make([]*item, 0, B)
-	defer func() { r.recycle(rows...) }()
-	for seq := int64(0); placed < r.total; seq++ {
-		n := min(B, r.total-placed)
+	received := 0 // items taken from the lanes (placed, held or skipped)
+	rows := make([]*item, 0, l.cfg.BatchSize)
+	defer func() { r.discard(rows...) }()
+	for seq := 0; ; seq++ {
+		_, size, ok := r.feed.batch(seq, r.ctx.Done())
+		if !ok {
+			return
+		}
 		rows = rows[:0]
-		for len(rows) < n {
+		for {
+			changed := r.feed.wait() // before reading the feed: no missed change
+			need := size
+			fed, closed := r.feed.count()
+			if closed {
+				need = min(need, len(rows)+len(ready)+fed-received)
+			}
+			if len(rows) >= need {
+				break
+			}
 			// Collect finished slow samples without blocking.
 			for more := true; more && slowCh != nil; {
 				select {
@@ -493,7 +584,8 @@ func (r *epochRun) buildAnyOrder() {
 						slowCh = nil
 						break
 					}
-					it.ready = seq
+					received++
+					it.ready = int64(seq)
 					ready = append(ready, it)
 				default:
 					more = false
@@ -501,11 +593,12 @@ func (r *epochRun) buildAnyOrder() {
 			}
 			var it *item
 			switch {
-			case len(ready) > 0 && seq-ready[0].ready >= int64(l.cfg.SlowMaxAge):
+			case len(ready) > 0 && int64(seq)-ready[0].ready >= int64(l.cfg.SlowMaxAge):
 				it, ready = ready[0], ready[1:]
 			default:
 				select {
 				case it = <-r.fast:
+					received++
 				default:
 					if len(ready) > 0 {
 						it, ready = ready[0], ready[1:]
@@ -515,29 +608,37 @@ func (r *epochRun) buildAnyOrder() {
 			if it == nil {
 				select {
 				case it = <-r.fast:
+					received++
 				case s, ok := <-slowCh:
 					if !ok {
 						slowCh = nil
 						continue
 					}
+					received++
 					it = s
+				case <-changed:
+					continue // the feed grew or ended: recompute need
 				case <-r.ctx.Done():
 					return
 				}
 			}
 			if it.err != nil {
-				r.recycle(it)
-				r.failWith(it.err)
+				if r.settle(it) {
+					continue
+				}
 				return
 			}
 			rows = append(rows, it)
 		}
-		b, err := r.build(seq, rows)
+		if len(rows) == 0 {
+			return // the rest of the epoch was skipped
+		}
+		b, err := r.build(int64(seq), rows)
+		rows = rows[:0]
 		if err != nil {
 			r.failWith(err)
 			return
 		}
-		placed += n
 		if !r.emit(b) {
 			return
 		}
@@ -545,26 +646,55 @@ func (r *epochRun) buildAnyOrder() {
 }
 
 // buildInOrder emits batch k with exactly the samples at positions
-// [k*B, (k+1)*B) of the order, in that order. Finished samples of later
-// batches wait in their batch's buffer; the token bound keeps those buffers
-// to at most MaxInflight/B + 1.
+// [start_k, start_k+size_k) of the order, in that order (less skipped
+// samples; a batch whose samples were all skipped is not emitted).
+// Finished samples of later batches wait in their batch's buffer; the
+// token bound keeps those buffers to at most MaxInflight/B + 1.
 func (r *epochRun) buildInOrder() {
 	defer r.wcancel()
 	defer close(r.out)
 	defer r.drainQueues()
-	l := r.l
-	B := l.cfg.BatchSize
-	nb := (r.total + B - 1) / B
-	pending := map[int][]*item{} // batch number -> its rows, by position
-	filled := map[int]int{}
+	type slot struct {
+		rows   []*item
+		filled int
+	}
+	pending := map[int]*slot{} // batch number -> its rows, by position
 	defer func() {
-		for _, rows := range pending {
-			r.recycle(rows...)
+		for _, p := range pending {
+			r.discard(p.rows...)
 		}
 	}()
 	slowCh := r.slow
 	next := 0
-	for next < nb {
+	for {
+		changed := r.feed.wait() // before reading the feed: no missed change
+		// Emit every complete batch at the head.
+		for {
+			_, size, known := r.feed.peek(next)
+			if !known {
+				if _, closed := r.feed.count(); closed {
+					return // every batch of the epoch was emitted
+				}
+				break
+			}
+			p := pending[next]
+			if p == nil || p.filled < size {
+				break
+			}
+			delete(pending, next)
+			rows := slices.DeleteFunc(p.rows, func(it *item) bool { return it == nil })
+			if len(rows) > 0 {
+				b, err := r.build(int64(next), rows)
+				if err != nil {
+					r.failWith(err)
+					return
+				}
+				if !r.emit(b) {
+					return
+				}
+			}
+			next++
+		}
 		var it *item
 		select {
 		case it = <-r.fast:
@@ -574,34 +704,25 @@ func (r *epochRun) buildInOrder() {
 				continue
 			}
 			it = s
+		case <-changed:
+			continue
 		case <-r.ctx.Done():
 			return
 		}
+		k, start, size := r.feed.locate(it.pos)
+		p := pending[k]
+		if p == nil {
+			p = &slot{rows: make([]*item, size)}
+			pending[k] = p
+		}
+		p.filled++
 		if it.err != nil {
-			r.recycle(it)
-			r.failWith(it.err)
-			return
-		}
-		k := it.pos / B
-		if pending[k] == nil {
-			pending[k] = make([]*item, min(B, r.total-k*B))
-		}
-		pending[k][it.pos-k*B] = it
-		filled[k]++
-		for next < nb && pending[next] != nil && filled[next] == len(pending[next]) {
-			rows := pending[next]
-			delete(pending, next)
-			delete(filled, next)
-			b, err := r.build(int64(next), rows)
-			if err != nil {
-				r.failWith(err)
+			if !r.settle(it) {
 				return
 			}
-			next++
-			if !r.emit(b) {
-				return
-			}
+			continue
 		}
+		p.rows[it.pos-start] = it
 	}
 }
 

@@ -138,11 +138,15 @@ func (l *Loader) StartEpoch(epoch int64) error {
 		}
 	}
 	if l.run == nil {
-		order, err := l.order(epoch)
-		if err != nil {
-			return err
+		f := newFeed()
+		if !l.cfg.Feed {
+			order, err := l.order(epoch)
+			if err != nil {
+				return err
+			}
+			f = fixedFeed(order, l.cfg.BatchSize)
 		}
-		l.run = l.newRun(epoch, order)
+		l.run = l.newRun(epoch, f)
 		l.run.startWorkers()
 	}
 	l.st.epoch.Store(epoch)
@@ -181,7 +185,7 @@ func (l *Loader) prefetchNext(run *epochRun) {
 	if err != nil {
 		return
 	}
-	l.next = l.newRun(run.epoch+1, order)
+	l.next = l.newRun(run.epoch+1, fixedFeed(order, l.cfg.BatchSize))
 	l.next.startWorkers()
 }
 
@@ -189,6 +193,36 @@ func (l *Loader) prefetchNext(run *epochRun) {
 // sample was delivered, a *SampleError if a sample failed, ErrClosed after
 // Close, ErrNoEpoch before StartEpoch, or ctx's error.
 // The caller owns the batch and must Release it.
+// Feed appends whole batches to the current epoch's order (config
+// "feed"): sizes cut idx into batches; last marks the end of the epoch.
+// The host keeps at least max_inflight samples fed ahead of the batches it
+// has received (or ends the order), else Next waits for it.
+func (l *Loader) Feed(idx []int64, sizes []int, last bool) error {
+	l.mu.Lock()
+	run, closed := l.run, l.closed
+	l.mu.Unlock()
+	switch {
+	case closed:
+		return ErrClosed
+	case !l.cfg.Feed:
+		return errors.New("this loader orders its samples itself (config feed=false)")
+	case run == nil:
+		return ErrNoEpoch
+	}
+	n := l.src.Len()
+	for _, i := range idx {
+		if i < 0 || (n > 0 && i >= n) {
+			return fmt.Errorf("index %d is out of range for a dataset of %d samples", i, n)
+		}
+	}
+	for _, s := range sizes {
+		if s > l.cfg.MaxInflight {
+			return fmt.Errorf("a batch of %d samples is larger than max_inflight=%d", s, l.cfg.MaxInflight)
+		}
+	}
+	return run.feed.append(idx, sizes, last)
+}
+
 func (l *Loader) Next(ctx context.Context) (*batch.Batch, error) {
 	l.mu.Lock()
 	run, closed := l.run, l.closed
@@ -279,6 +313,9 @@ func (l *Loader) Close() error {
 		if r != nil {
 			r.stop()
 		}
+	}
+	if c, ok := l.src.(io.Closer); ok {
+		return c.Close()
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ type counters struct {
 	stolen         atomic.Int64
 	preempted      atomic.Int64
 	failed         atomic.Int64
+	skipped        atomic.Int64
 	workerChanges  atomic.Int64
 	consumerWaitNS atomic.Int64
 	consumerBusyNS atomic.Int64
@@ -27,15 +28,19 @@ type counters struct {
 // Stats is a snapshot of a Loader's counters since it was created
 // (JSON-marshalable; the C ABI returns it as JSON).
 type Stats struct {
-	Epoch           int64   `json:"epoch"`
-	Batches         int64   `json:"batches"`          // handed to the consumer
-	Samples         int64   `json:"samples"`          // in batches handed to the consumer
-	FastSamples     int64   `json:"fast_samples"`     // finished on the fast lane (a prefetched epoch's too)
-	SlowSamples     int64   `json:"slow_samples"`     // finished on the slow lane (likewise)
-	MovedToSlow     int64   `json:"moved_to_slow"`    // handed to the slow lane
-	Preempted       int64   `json:"preempted_steps"`  // steps given up at the deadline and re-run
-	SlowByFast      int64   `json:"slow_by_fast"`     // slow samples resumed by idle fast workers
-	Failed          int64   `json:"failed"`           // samples whose error ended an epoch
+	Epoch       int64 `json:"epoch"`
+	Batches     int64 `json:"batches"`         // handed to the consumer
+	Samples     int64 `json:"samples"`         // in batches handed to the consumer
+	FastSamples int64 `json:"fast_samples"`    // finished on the fast lane (a prefetched epoch's too)
+	SlowSamples int64 `json:"slow_samples"`    // finished on the slow lane (likewise)
+	MovedToSlow int64 `json:"moved_to_slow"`   // handed to the slow lane
+	Preempted   int64 `json:"preempted_steps"` // steps given up at the deadline and re-run
+	SlowByFast  int64 `json:"slow_by_fast"`    // slow samples resumed by idle fast workers
+	Failed      int64 `json:"failed"`          // samples whose error ended an epoch
+	Skipped     int64 `json:"skipped"`         // failed samples left out (on_error=skip), all epochs
+	// This epoch's skipped sample indices and the last skip's error.
+	EpochSkipped    []int64 `json:"epoch_skipped"`
+	LastSkipError   string  `json:"last_skip_error"`
 	ThresholdMS     float64 `json:"threshold_ms"`     // current slow threshold; -1 while warming up
 	ThresholdSource string  `json:"threshold_source"` // fixed, warmup, quantile, fallback
 	Workers         int     `json:"workers"`          // fast lane width now
@@ -67,6 +72,8 @@ func (l *Loader) Stats() Stats {
 		Preempted:       l.st.preempted.Load(),
 		SlowByFast:      l.st.stolen.Load(),
 		Failed:          l.st.failed.Load(),
+		Skipped:         l.st.skipped.Load(),
+		EpochSkipped:    []int64{},
 		ThresholdMS:     -1,
 		ThresholdSource: l.est.Source(),
 		Workers:         int(l.active.Load()),
@@ -92,6 +99,10 @@ func (l *Loader) Stats() Stats {
 	l.mu.Lock()
 	if r := l.run; r != nil {
 		s.QueueFast, s.QueueTemp, s.QueueSlow, s.QueueBatches = len(r.fast), len(r.temp), len(r.slow), len(r.out)
+		r.errMu.Lock()
+		s.EpochSkipped = append(s.EpochSkipped, r.skipped...)
+		s.LastSkipError = r.lastSkip
+		r.errMu.Unlock()
 	}
 	l.mu.Unlock()
 	return s
