@@ -11,6 +11,7 @@ import (
 	"math"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -97,8 +98,23 @@ func mlgo_loader_create(cfgJSON *C.char, out *C.ml_loader_t) (rc C.int) {
 	if cfgJSON == nil {
 		return fail(statusInvalidArg, fn, "config_json is NULL (pass \"{}\" for the defaults)")
 	}
-	cfg, err := config.Parse([]byte(C.GoString(cfgJSON)))
+	raw := []byte(C.GoString(cfgJSON))
+	cfg, err := config.Parse(raw)
 	if err != nil {
+		// The worker channels in the config are the loader's from this call
+		// on, whether it succeeds or not.
+		var procs struct {
+			Dataset struct {
+				Procs []config.Proc `json:"procs"`
+			} `json:"dataset"`
+		}
+		if json.Unmarshal(raw, &procs) == nil {
+			for _, p := range procs.Dataset.Procs {
+				if p.FD >= 0 {
+					syscall.Close(p.FD)
+				}
+			}
+		}
 		return fail(statusInvalidArg, fn, "config_json: %v", err)
 	}
 	l, err := sched.Open(cfg, cAllocator{})
@@ -129,6 +145,48 @@ func mlgo_loader_len(h C.ml_loader_t, batches, samples *C.int64_t) (rc C.int) {
 	}
 	if samples != nil {
 		*samples = C.int64_t(ns)
+	}
+	return statusOK
+}
+
+//export mlgo_loader_feed
+func mlgo_loader_feed(h C.ml_loader_t, indices *C.int64_t, n C.int64_t, sizes *C.int64_t, nbatches C.int64_t, last C.int32_t) (rc C.int) {
+	defer guard(&rc)
+	const fn = "ml_loader_feed"
+	l, rc := loaderOf(fn, h)
+	if rc != statusOK {
+		return rc
+	}
+	switch {
+	case n < 0 || nbatches < 0:
+		return fail(statusInvalidArg, fn, "n=%d and nbatches=%d must be >= 0", int64(n), int64(nbatches))
+	case (n > 0 && indices == nil) || (nbatches > 0 && sizes == nil):
+		return fail(statusInvalidArg, fn, "indices or sizes is NULL")
+	case n > 1<<40 || nbatches > 1<<40:
+		return fail(statusInvalidArg, fn, "n=%d or nbatches=%d is too large", int64(n), int64(nbatches))
+	}
+	var idx []int64
+	if n > 0 {
+		idx = make([]int64, int(n))
+		copy(idx, unsafe.Slice((*int64)(unsafe.Pointer(indices)), int(n)))
+	}
+	var sz []int
+	if nbatches > 0 {
+		raw := unsafe.Slice((*int64)(unsafe.Pointer(sizes)), int(nbatches))
+		sz = make([]int, len(raw))
+		for k, v := range raw {
+			if v < 1 || v > 1<<31 {
+				return fail(statusInvalidArg, fn, "sizes[%d]=%d must be in [1, 2^31]", k, v)
+			}
+			sz[k] = int(v)
+		}
+	}
+	if err := l.Feed(idx, sz, last != 0); err != nil {
+		rc := statusOf(err)
+		if rc == statusInternal {
+			rc = statusInvalidArg
+		}
+		return fail(rc, fn, "%v", err)
 	}
 	return statusOK
 }

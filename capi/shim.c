@@ -119,6 +119,13 @@ int ml_loader_start_epoch(ml_loader_t loader, int64_t epoch) {
   return mlgo_loader_start_epoch(loader, epoch);
 }
 
+int ml_loader_feed(ml_loader_t loader, const int64_t* indices, int64_t n,
+                   const int64_t* sizes, int64_t nbatches, int32_t last) {
+  ENTER();
+  return mlgo_loader_feed(loader, (int64_t*)indices, n, (int64_t*)sizes,
+                          nbatches, last);
+}
+
 int ml_loader_next(ml_loader_t loader, int64_t timeout_ms, ml_batch_t* out) {
   ENTER();
   return mlgo_loader_next(loader, timeout_ms, out);

@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change of this header. */
-#define ML_ABI_VERSION 2
+#define ML_ABI_VERSION 3
 
 /* ---------------------------------------------------------------- DLPack
  * The subset of dlpack.h (v1.1) that the library produces. If the real
@@ -204,6 +204,19 @@ int ml_loader_len(ml_loader_t loader, int64_t* batches, int64_t* samples);
  * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT, ML_ERR_INVALID_HANDLE,
  * ML_ERR_CLOSED. */
 int ml_loader_start_epoch(ml_loader_t loader, int64_t epoch);
+
+/* Appends whole batches to the current epoch's order, for a loader created
+ * with "feed": true (the host's sampler orders the samples; a Python
+ * dataset's loader always is). sizes[0..nbatches) cut indices[0..n) into
+ * batches (each >= 1, at most max_inflight, summing to n); last != 0 ends the
+ * epoch's order. Keep at least max_inflight samples fed beyond the batches
+ * received, or end the order, else ml_loader_next waits for more.
+ * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT (sizes do not add up, an index out
+ * of range, the order already ended, not a feed loader), ML_ERR_STATE (no
+ * epoch started), ML_ERR_INVALID_HANDLE, ML_ERR_CLOSED.
+ * OWNERSHIP: indices and sizes are the caller's; they are copied. */
+int ml_loader_feed(ml_loader_t loader, const int64_t* indices, int64_t n,
+                   const int64_t* sizes, int64_t nbatches, int32_t last);
 
 /* Waits for the next batch of the current epoch. timeout_ms < 0 waits
  * without limit (the wait can still be ended by ml_loader_close from another

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/minatoloader/minatoloader/core/batch"
@@ -52,17 +53,33 @@ type Loader struct {
 // Open builds the configured native source and a Loader over it.
 func Open(cfg config.Config, alloc batch.Allocator) (*Loader, error) {
 	if err := cfg.Validate(); err != nil {
+		closeProcs(cfg.Dataset.Procs) // the loader owns them from here on, even when it fails
 		return nil, err
 	}
 	src, err := datasets.Open(cfg.Dataset)
 	if err != nil {
 		return nil, err
 	}
-	return New(cfg, src, alloc)
+	l, err := New(cfg, src, alloc)
+	if err != nil {
+		if c, ok := src.(io.Closer); ok {
+			c.Close()
+		}
+		return nil, err
+	}
+	return l, nil
 }
 
-// New returns a Loader over src. cfg must have been validated; its Dataset
-// part is ignored.
+// closeProcs closes the channels of Python worker processes that a failed
+// Open will not use.
+func closeProcs(procs []config.Proc) {
+	for _, p := range procs {
+		if p.FD >= 0 {
+			syscall.Close(p.FD)
+		}
+	}
+}
+
 func New(cfg config.Config, src pipeline.Source, alloc batch.Allocator) (*Loader, error) {
 	if src == nil || alloc == nil {
 		return nil, errors.New("sched: nil source or allocator")

@@ -48,7 +48,7 @@ from .errors import (
     StateError,
 )
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 LIBRARY_ENV = "MINATOLOADER_LIBRARY"
 LIBRARY_NAME = "libminatoloader.so"
 
@@ -200,6 +200,7 @@ _PROTOTYPES: dict[str, tuple[object, list[object]]] = {
     "ml_loader_create": (c_int, [c_char_p, POINTER(c_uint64)]),
     "ml_loader_len": (c_int, [c_uint64, POINTER(c_int64), POINTER(c_int64)]),
     "ml_loader_start_epoch": (c_int, [c_uint64, c_int64]),
+    "ml_loader_feed": (c_int, [c_uint64, c_void_p, c_int64, c_void_p, c_int64, c_int32]),
     "ml_loader_next": (c_int, [c_uint64, c_int64, POINTER(c_uint64)]),
     "ml_loader_stats": (c_int, [c_uint64, c_char_p, c_size_t, POINTER(c_size_t)]),
     "ml_dataset_info": (c_int, [c_char_p, c_char_p, c_size_t, POINTER(c_size_t)]),
@@ -398,6 +399,16 @@ def loader_len(loader: int) -> tuple[int, int]:
 def loader_start_epoch(loader: int, epoch: int) -> None:
     lib = library()
     _check(lib, lib.ml_loader_start_epoch(loader, epoch), "ml_loader_start_epoch")
+
+
+def loader_feed(loader: int, indices: Any, sizes: Any, last: bool) -> None:
+    """indices and sizes: C-contiguous int64 numpy arrays (copied by the call)."""
+    lib = library()
+    _check(
+        lib,
+        lib.ml_loader_feed(loader, indices.ctypes.data, len(indices), sizes.ctypes.data, len(sizes), 1 if last else 0),
+        "ml_loader_feed",
+    )
 
 
 def loader_next(loader: int, timeout_ms: int) -> tuple[int, int]:
