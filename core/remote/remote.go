@@ -545,6 +545,12 @@ func (p *Pool) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.closed)
 		for _, w := range p.workers {
+			// Shut the socket down before closing our fd: a worker forked
+			// after this one may hold a copy of our end, and only a
+			// shutdown makes the worker see EOF through it.
+			if rc, err := w.f.SyscallConn(); err == nil {
+				rc.Control(func(fd uintptr) { syscall.Shutdown(int(fd), syscall.SHUT_RDWR) })
+			}
 			w.f.Close()
 		}
 		p.readers.Wait()

@@ -1,0 +1,738 @@
+"""Python datasets: worker processes scheduled by the Go core.
+
+A map-style dataset runs in worker processes. The Go core (``core/remote``
+under ``core/sched``) sends them one sample index at a time: it keeps the
+fast lane at ``num_workers`` processes, moves a sample that passes the
+learned threshold to the slow lane and hands the next sample to a spare
+process, and composes batches (exactly the sampler's batches with
+``in_order=True``; any ready samples, with the sampler's batch sizes,
+with ``in_order=False``). Samples come back through each worker's shared
+memory arena (docs/worker-protocol.md); this module unpickles them,
+collates in the main process and yields.
+
+The sampler, batch sampler, generator, worker seeds and collate function
+behave as torch's DataLoader's (``torch/utils/data/dataloader.py``). An
+IterableDataset runs in the same worker processes, each iterating its own
+replica, and its batches are taken round-robin as torch does (there are no
+indices for the core to schedule). ``num_workers=0`` loads in the main
+process, as torch does.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import importlib
+import json
+import logging
+import multiprocessing
+import os
+import re
+import socket
+import threading
+import time
+import weakref
+from collections import deque
+from typing import Any, Callable
+
+import numpy as np
+
+from . import _native, _shm, _worker
+from .errors import ClosedError, SampleError, StateError
+
+_log = logging.getLogger("minatoloader")
+
+# How often a blocked __next__ wakes to honour Ctrl-C, `timeout` and worker
+# deaths (Go reports a dead worker at once; this bounds everything else).
+_POLL_S = 0.1
+
+_live_pools: "weakref.WeakSet[_WorkerPool]" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_all_pools() -> None:
+    for pool in list(_live_pools):
+        pool.stop()
+
+
+class _WorkerPool:
+    """Worker processes, their channels and arenas."""
+
+    def __init__(
+        self,
+        *,
+        dataset: Any,
+        count: int,
+        context: Any,
+        base_seed: int,
+        worker_init_fn: Callable[[int], None] | None,
+        mode: str,
+        seed_per_sample: bool,
+        arena_bytes: int,
+        num_workers: int,
+    ) -> None:
+        self.procs: list[Any] = []
+        self.conns: list[Any] = []  # main ends (iterable mode keeps them)
+        self.arena_fds: list[int] = []
+        self.views: list[_shm.ArenaView] = []
+        self.arena_bytes = arena_bytes
+        self.stopped = False
+        ctx = context if context is not None else multiprocessing.get_context()
+        parent = os.getpid()
+        try:
+            for wid in range(count):
+                fd = _shm.create_arena(arena_bytes)
+                self.arena_fds.append(fd)
+                self.views.append(_shm.ArenaView(fd, arena_bytes))
+                main_end, child_end = ctx.Pipe(duplex=True)
+                # Spare processes (wid >= num_workers) get ids past the
+                # fast lane's, so worker_info.id stays in [0, count).
+                p = ctx.Process(
+                    target=_worker.worker_main,
+                    args=(
+                        child_end, dataset, wid, count, base_seed, worker_init_fn,
+                        parent, fd, arena_bytes, mode, seed_per_sample,
+                    ),
+                    daemon=True,
+                    name=f"minatoloader-worker-{wid}",
+                )
+                p.start()
+                child_end.close()
+                self.procs.append(p)
+                self.conns.append(main_end)
+        except BaseException:
+            self.stop()
+            raise
+        _live_pools.add(self)
+
+    def hand_to_go(self) -> list[dict[str, int]]:
+        """The procs of the Go config; Go owns dups of the channels, and ours
+        are closed (so a worker sees EOF when Go closes)."""
+        out = []
+        for wid, (p, conn) in enumerate(zip(self.procs, self.conns)):
+            fd = os.dup(conn.fileno())
+            conn.close()  # Go shuts the socket down on close (see _shutdown)
+            out.append({"fd": fd, "pid": p.pid, "arena_fd": self.arena_fds[wid], "arena_size": self.arena_bytes})
+        self.conns = []
+        return out
+
+    def exit_report(self) -> str:
+        dead = []
+        for p in self.procs:
+            code = p.exitcode
+            if code is not None:
+                how = f"signal {-code}" if code < 0 else f"exit code {code}"
+                dead.append(f"pid {p.pid}: {how}")
+        return ", ".join(dead)
+
+    def stop(self) -> None:
+        if self.stopped:
+            return
+        self.stopped = True
+        for c in self.conns:
+            _shutdown(c)
+        self.conns = []
+        deadline = time.monotonic() + 5.0
+        for p in self.procs:
+            p.join(timeout=max(0.0, deadline - time.monotonic()))
+        for p in self.procs:
+            if p.is_alive():
+                p.terminate()
+                p.join(timeout=2.0)
+            if p.is_alive():
+                p.kill()
+                p.join()
+            try:
+                p.close()
+            except ValueError:
+                pass
+        for v in self.views:
+            v.close()
+        for fd in self.arena_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.arena_fds = []
+        _live_pools.discard(self)
+
+
+def _shutdown(conn: Any) -> None:
+    """Closes a worker channel so that the worker sees EOF even when a
+    worker forked later holds a copy of this end (close alone would not)."""
+    try:
+        s = socket.socket(fileno=os.dup(conn.fileno()))
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        finally:
+            s.close()
+    except OSError:
+        pass
+    try:
+        conn.close()
+    except OSError:
+        pass
+
+
+# ----------------------------------------------------------------- errors
+
+_PYEXC = re.compile(
+    r'sample (-?\d+): step "load": python exception ([\w.]+):([\w.<>]+) in worker (\d+) \(pid (\d+)\)\n(.*)',
+    re.S,
+)
+_DIED = re.compile(r"DataLoader worker (\d+) \(pid (\d+)\) exited unexpectedly")
+
+
+def _resolve(module: str, qualname: str) -> type[BaseException] | None:
+    try:
+        obj: Any = importlib.import_module(module)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except Exception:
+        return None
+    return obj if isinstance(obj, type) and issubclass(obj, Exception) else None
+
+
+def _reraise(err: BaseException, pool: _WorkerPool | None) -> BaseException:
+    """The exception to raise in the main process for a core error: the
+    user's exception type with the worker's traceback (as torch's
+    ExceptionWrapper), a RuntimeError for a dead worker, else err."""
+    text = str(err)
+    m = _PYEXC.search(text)
+    if m:
+        index, module, qualname, wid, pid, tb = m.groups()
+        prefix = text[: m.start()]
+        budget = " (" + prefix.strip().rstrip(":") + ")" if "max_skipped" in prefix else ""
+        msg = (
+            f"Caught {qualname.rsplit('.', 1)[-1]} in DataLoader worker process {wid} (pid {pid}) "
+            f"while loading sample {index}{budget}.\nOriginal {tb.rstrip()}"
+        )
+        cls = _resolve(module, qualname)
+        if cls is not None:
+            try:
+                exc = cls(msg)
+                exc.sample_index = int(index)  # type: ignore[attr-defined]
+                return exc
+            except Exception:
+                pass
+        return RuntimeError(msg)
+    m = _DIED.search(text)
+    if m:
+        report = pool.exit_report() if pool is not None else ""
+        return RuntimeError(
+            f"DataLoader worker (pid(s) {m.group(2)}) exited unexpectedly" + (f" ({report})" if report else "")
+        )
+    return err
+
+
+# ------------------------------------------------------------------ loader
+
+
+def _draw_base_seed(generator: Any) -> int:
+    import torch
+
+    return int(torch.empty((), dtype=torch.int64).random_(generator=generator).item())
+
+
+def _rng_state(generator: Any) -> Any:
+    import torch
+
+    return generator.get_state() if generator is not None else torch.get_rng_state()
+
+
+def _set_rng_state(generator: Any, state: Any) -> None:
+    import torch
+
+    if generator is not None:
+        generator.set_state(state)
+    else:
+        torch.set_rng_state(state)
+
+
+class PythonLoading:
+    """The state of a DataLoader over a Python dataset across its epochs
+    (persistent workers, the resume point). ``dl`` is the DataLoader."""
+
+    def __init__(self, dl: Any) -> None:
+        self.dl = dl
+        self.epochs = 0  # iterators created
+        self.pool: _WorkerPool | None = None  # persistent workers
+        self.go: int | None = None  # persistent Go loader
+        self.go_max_batch = 0
+        self.base_seed: int | None = None  # persistent workers' seed
+        self.resume: dict[str, Any] | None = None
+        self.current: _EpochIter | None = None
+        self.last_stats: dict[str, Any] = {}
+        self.closed = False
+
+    # -- options (DataLoader.configure)
+    @property
+    def opts(self) -> dict[str, Any]:
+        return self.dl._ml_options
+
+    def iterator(self) -> "_EpochIter":
+        if self.closed:
+            raise ClosedError("this DataLoader is closed")
+        if self.current is not None:
+            self.current.close()
+        it = _EpochIter(self)
+        self.current = it
+        return it
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self.current is not None:
+            self.current.close()
+            self.current = None
+        self._close_persistent()
+
+    def _close_persistent(self) -> None:
+        if self.go is not None:
+            try:
+                _native.loader_close(self.go)
+            except Exception:
+                pass
+            self.go = None
+        if self.pool is not None:
+            self.pool.stop()
+            self.pool = None
+
+
+class _EpochIter:
+    """One epoch of a DataLoader over a Python dataset."""
+
+    def __init__(self, st: PythonLoading) -> None:
+        dl = st.dl
+        self.st = st
+        self.dl = dl
+        self.iterable = dl._dataset_kind == "iterable"
+        self.auto = dl.batch_sampler is not None
+        self.collate = dl.collate_fn
+        self.timeout = float(dl.timeout)
+        self.num_yielded = 0
+        self.delivered: list[int] = []  # sample indices (map-style, for state_dict)
+        self.done = False
+        self.go: int | None = None
+        self.pool: _WorkerPool | None = None
+        self.own_pool = False
+        self.own_go = False
+        self.iter_state: dict[str, Any] | None = None
+        import torch
+
+        resume, st.resume = st.resume, None
+        self.epoch = st.epochs if resume is None else int(resume["epoch"])
+        st.epochs = self.epoch + 1
+        # torch: iter(index sampler), then the base seed from the generator;
+        # the sampler's own draws happen at its first next(). Snapshot the
+        # RNG first so state_dict() can replay this epoch's order.
+        if resume is not None:
+            _set_rng_state(dl.generator, resume["rng"])
+        self.rng = _rng_state(dl.generator)
+        self.sampler_iter = None if self.iterable else iter(dl._index_sampler)
+        persistent = dl.persistent_workers and dl.num_workers > 0
+        if persistent and st.base_seed is not None:
+            self.base_seed = st.base_seed
+        else:
+            self.base_seed = _draw_base_seed(dl.generator)
+            if persistent:
+                st.base_seed = self.base_seed
+        self.skip_batches = 0
+        self.skip_samples: set[int] = set()
+        if resume is not None:
+            if resume["in_order"]:
+                self.skip_batches = int(resume["num_yielded"])
+            else:
+                self.skip_samples = set(int(i) for i in resume["delivered"])
+            self.num_yielded = int(resume["num_yielded"])
+            self.delivered = list(int(i) for i in resume["delivered"])
+        self.pin = bool(dl.pin_memory) and torch.cuda.is_available()
+        self.torch = torch
+        if dl.num_workers == 0:
+            self._start_inline()
+        elif self.iterable:
+            self._start_iterable(persistent)
+        else:
+            self._start_map(persistent)
+
+    # ----------------------------------------------------------- start-up
+    def _pool(self, mode: str, persistent: bool) -> _WorkerPool:
+        st, dl = self.st, self.dl
+        if persistent and st.pool is not None:
+            return st.pool
+        nw = dl.num_workers
+        spares = 0 if mode == "iterable" else int(st.opts["spare_workers"] if st.opts["spare_workers"] is not None else max(1, nw // 2))
+        pool = _WorkerPool(
+            dataset=dl.dataset,
+            count=nw + spares,
+            context=dl.multiprocessing_context,
+            base_seed=self.base_seed,
+            worker_init_fn=dl.worker_init_fn,
+            mode=mode,
+            seed_per_sample=bool(st.opts["seed_per_sample"]),
+            arena_bytes=int(st.opts["arena_bytes"]),
+            num_workers=nw,
+        )
+        if persistent:
+            st.pool = pool
+        else:
+            self.own_pool = True
+        return pool
+
+    def _start_inline(self) -> None:
+        if self.iterable:
+            self.data_iter = iter(self.dl.dataset)
+
+    def _start_iterable(self, persistent: bool) -> None:
+        reused = persistent and self.st.pool is not None
+        self.pool = self._pool("iterable", persistent)
+        nw = len(self.pool.procs)
+        self.active = [True] * nw
+        self.seq = 0
+        self.pending: deque[tuple[int, int]] = deque()  # (worker, seq) in task order
+        self.rr = 0
+        count = self.dl.batch_size if self.auto else 1
+        self.next_msg = lambda seq: _worker.pack_next(seq, count, bool(self.dl.drop_last))
+        if reused:
+            for wid, conn in enumerate(self.pool.conns):
+                self._send(wid, _worker.pack_reset(self._seq(), self.epoch))
+                self._recv(wid)  # the reset's reply
+        for _ in range(int(self.dl.prefetch_factor or 2) * nw):
+            self._put()
+
+    def _start_map(self, persistent: bool) -> None:
+        st, dl = self.st, self.dl
+        nw = dl.num_workers
+        pf = int(dl.prefetch_factor or 2)
+        # The largest batch the core must hold: the batch size, or for a
+        # custom batch_sampler a generous bound from its first batch.
+        self.lookahead: deque[list[int]] = deque()
+        first = self._pull_batch()
+        if first is not None:
+            self.lookahead.append(first)
+        bmax = dl.batch_size if dl.batch_size is not None else max(64, 2 * len(first or [1]))
+        if not self.auto:
+            bmax = 1
+        self.max_inflight = max(pf * nw * bmax, bmax + nw) + nw
+        if persistent and st.go is not None and st.go_max_batch >= bmax:
+            self.go = st.go
+            self.pool = st.pool
+        else:
+            if persistent:
+                st._close_persistent()
+            self.pool = self._pool("map", persistent)
+            try:
+                length = len(dl.dataset)
+            except TypeError:
+                length = 0
+            spares = len(self.pool.procs) - nw
+            cfg = {
+                "batch_size": bmax,
+                "feed": True,
+                "in_order": bool(dl.in_order),
+                "workers": nw,
+                "max_workers": nw,
+                "adaptive": False,
+                "slow_workers": max(1, spares),
+                "max_inflight": self.max_inflight,
+                "prefetch_batches": max(1, pf),
+                "seed": self.base_seed,
+                "on_error": st.opts["on_error"],
+                "max_skipped": self._budget(),
+                "dataset": {"kind": "python", "length": int(length), "procs": self.pool.hand_to_go()},
+            }
+            for key in ("timeout_ms", "warmup_samples", "quantile"):
+                if st.opts.get(key) is not None:
+                    cfg[key] = st.opts[key]
+            try:
+                self.go = _native.loader_create(json.dumps(cfg))
+            except BaseException:
+                self.pool.stop()
+                raise
+            if persistent:
+                st.go, st.go_max_batch = self.go, bmax
+            else:
+                self.own_go = True
+        _native.loader_start_epoch(self.go, self.epoch)
+        self.fed = 0
+        self.received = 0
+        self.exhausted = False
+        self.max_batch = bmax
+        self._top_up()
+
+    def _budget(self) -> int:
+        b = self.st.opts["max_skipped"]
+        if b is None:
+            return -1
+        if isinstance(b, float):
+            try:
+                n = len(self.dl._index_sampler) * (self.dl.batch_size or 1)
+            except TypeError:
+                raise ValueError("max_skipped as a fraction needs a sampler with len()") from None
+            return int(b * n)
+        return int(b)
+
+    # ------------------------------------------------------------ feeding
+    def _pull_batch(self) -> list[int] | None:
+        """The next batch of the index sampler (a list; [i] without
+        auto-collation), skipping what a resume already delivered."""
+        assert self.sampler_iter is not None
+        while True:
+            try:
+                b = next(self.sampler_iter)
+            except StopIteration:
+                return None
+            b = list(b) if self.auto else [b]
+            if self.skip_batches > 0:
+                self.skip_batches -= 1
+                continue
+            if self.skip_samples:
+                b = [i for i in b if int(i) not in self.skip_samples]
+                if not b:
+                    continue
+            return [int(i) for i in b]
+
+    def _top_up(self) -> None:
+        """Feeds the core until max_inflight samples (plus a batch) are fed
+        beyond those received, or the sampler ends."""
+        if self.exhausted:
+            return
+        want = self.received + self.max_inflight + self.max_batch
+        idx: list[int] = []
+        sizes: list[int] = []
+        while self.fed + len(idx) < want:
+            b = self.lookahead.popleft() if self.lookahead else self._pull_batch()
+            if b is None:
+                self.exhausted = True
+                break
+            if len(b) > self.max_inflight:
+                raise ValueError(
+                    f"DataLoader: the batch sampler gave a batch of {len(b)} samples, more than this loader's "
+                    f"bound of {self.max_inflight} samples in flight (raise prefetch_factor)"
+                )
+            idx.extend(b)
+            sizes.append(len(b))
+        if idx or self.exhausted:
+            _native.loader_feed(
+                self.go, np.asarray(idx, dtype=np.int64), np.asarray(sizes, dtype=np.int64), self.exhausted
+            )
+            self.fed += len(idx)
+
+    # ----------------------------------------------------------- iterating
+    def __iter__(self) -> "_EpochIter":
+        return self
+
+    def __len__(self) -> int:
+        return len(self.dl)
+
+    def __next__(self) -> Any:
+        if self.done:
+            raise StopIteration
+        if self.dl.num_workers == 0:
+            data = self._next_inline()
+        elif self.iterable:
+            data = self._next_iterable()
+        else:
+            data = self._next_map()
+        self.num_yielded += 1
+        if self.pin:
+            from torch.utils.data._utils.pin_memory import pin_memory
+
+            data = pin_memory(data)
+        return data
+
+    def _finish(self) -> None:
+        self.done = True
+        if self.go is not None:
+            try:
+                self.st.last_stats = json.loads(_native.loader_stats(self.go))
+            except Exception:
+                pass
+        self.close()
+        raise StopIteration
+
+    def _next_inline(self) -> Any:
+        dl = self.dl
+        if self.iterable:
+            if self.auto:
+                data = []
+                for _ in range(dl.batch_size):
+                    try:
+                        data.append(next(self.data_iter))
+                    except StopIteration:
+                        break
+                if not data or (dl.drop_last and len(data) < dl.batch_size):
+                    self._finish()
+                return self.collate(data)
+            try:
+                return self.collate(next(self.data_iter))
+            except StopIteration:
+                self._finish()
+        b = self._pull_batch()
+        if b is None:
+            self._finish()
+        assert b is not None
+        self.delivered.extend(b)
+        if self.auto:
+            return self.collate([dl.dataset[i] for i in b])
+        return self.collate(dl.dataset[b[0]])
+
+    def _next_map(self) -> Any:
+        self._top_up()
+        deadline = time.monotonic() + self.timeout if self.timeout > 0 else None
+        while True:
+            wait = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
+            if wait <= 0:
+                raise RuntimeError(f"DataLoader timed out after {self.timeout} seconds")
+            try:
+                rc, h = _native.loader_next(self.go, max(0, int(wait * 1000)))
+            except SampleError as e:
+                self.close()
+                raise _reraise(e, self.pool) from None
+            if rc == _native.OK:
+                break
+            if rc == _native.END_OF_EPOCH:
+                self._finish()
+        try:
+            info = _native.batch_info(h)
+            n = int(info.num_samples)
+            indices = [int(info.indices[k]) for k in range(n)]
+            f = _native.batch_field(h, 0)
+            tickets = np.frombuffer((ctypes.c_char * int(f.bytes)).from_address(int(f.data)), dtype=np.int64).reshape(n, 4).copy()
+        finally:
+            _native.batch_release(h)
+        self.received += n
+        self.delivered.extend(indices)
+        assert self.pool is not None
+        samples = [self.pool.views[int(w)].load(int(off), int(ln)) for w, off, ln, _ in tickets]
+        if self.auto:
+            return self.collate(samples)
+        return self.collate(samples[0])
+
+    # -- iterable, round-robin as torch
+    def _seq(self) -> int:
+        self.seq += 1
+        return self.seq
+
+    def _send(self, wid: int, msg: bytes) -> None:
+        assert self.pool is not None
+        self.pool.conns[wid].send_bytes(msg)
+
+    def _recv(self, wid: int) -> tuple[int, int, int, int, int, Any]:
+        assert self.pool is not None
+        conn = self.pool.conns[wid]
+        deadline = time.monotonic() + self.timeout if self.timeout > 0 else None
+        while True:
+            wait = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
+            if wait <= 0:
+                raise RuntimeError(f"DataLoader timed out after {self.timeout} seconds")
+            try:
+                if conn.poll(wait):
+                    msg = _worker.parse_message(conn.recv_bytes())
+                    if msg[0] == 2:  # HELLO
+                        if msg[1] != 0:
+                            raise self._worker_error(wid, msg[5], init=True)
+                        continue
+                    return msg
+            except (EOFError, OSError):
+                pass
+            else:
+                continue
+            p = self.pool.procs[wid]
+            raise RuntimeError(
+                f"DataLoader worker (pid(s) {p.pid}) exited unexpectedly ({self.pool.exit_report() or 'channel closed'})"
+            )
+
+    def _worker_error(self, wid: int, text: Any, init: bool = False) -> BaseException:
+        assert self.pool is not None
+        text = text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")
+        head, _, tb = text.partition("\n")
+        module, _, qualname = head.partition(":")
+        where = "worker_init_fn or setup" if init else "the iterator"
+        msg = f"Caught {qualname.rsplit('.', 1)[-1]} in DataLoader worker process {wid} ({where}).\nOriginal {tb.rstrip()}"
+        cls = _resolve(module, qualname)
+        if cls is not None:
+            try:
+                return cls(msg)
+            except Exception:
+                pass
+        return RuntimeError(msg)
+
+    def _put(self) -> None:
+        nw = len(self.active)
+        for _ in range(nw):
+            wid = self.rr
+            self.rr = (self.rr + 1) % nw
+            if self.active[wid]:
+                seq = self._seq()
+                self._send(wid, self.next_msg(seq))
+                self.pending.append((wid, seq))
+                return
+
+    def _next_iterable(self) -> Any:
+        assert self.pool is not None
+        while self.pending:
+            wid, seq = self.pending.popleft()
+            kind, status, rseq, off, ln, text = self._recv(wid)
+            if status == 2 or not self.active[wid]:
+                self.active[wid] = False
+                continue
+            if status == 1:
+                self.close()
+                raise self._worker_error(wid, text)
+            items = self.pool.views[wid].load(off, ln)
+            self._put()
+            if self.auto:
+                return self.collate(items)
+            return self.collate(items[0])
+        self._finish()
+
+    # ---------------------------------------------------------------- stop
+    def close(self) -> None:
+        """Stops this epoch: its own Go loader and workers (persistent ones
+        stay with the DataLoader)."""
+        self.done = True
+        if self.go is not None:
+            if self.own_go:
+                try:
+                    _native.loader_close(self.go)
+                except Exception:
+                    pass
+            self.go = None
+        if self.own_pool and self.pool is not None:
+            self.pool.stop()
+        elif self.pool is not None and self.iterable and not self.pool.stopped:
+            # Persistent iterable workers: collect the replies of requests
+            # still out so the next epoch starts from a clean channel.
+            while self.pending:
+                wid, _ = self.pending.popleft()
+                try:
+                    msg = self._recv(wid)
+                    if msg[1] == 0 and msg[4] > 0:
+                        self.pool.views[wid].release(msg[3])
+                except Exception:
+                    self.st._close_persistent()
+                    break
+        self.pool = None
+        if self.st.current is self:
+            self.st.current = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def state(self) -> dict[str, Any]:
+        if self.iterable:
+            raise StateError("state_dict() needs a map-style dataset: an IterableDataset has no indices to resume at")
+        return {
+            "version": 1,
+            "epoch": self.epoch,
+            "num_yielded": self.num_yielded,
+            "in_order": bool(self.dl.in_order) or self.dl.num_workers == 0,
+            "delivered": list(self.delivered),
+            "rng": self.rng,
+        }
+

@@ -1,0 +1,408 @@
+"""The worker arenas: shared-memory blocks that carry samples from Python
+worker processes to the main process without copying array data through a
+pipe. The format is docs/worker-protocol.md ("Arena blocks").
+
+A worker (:class:`WorkerArena`) pickles a sample with every numpy array and
+torch tensor replaced by a persistent id, and writes the pickle and the
+arrays' bytes into a block of its arena. The main process
+(:class:`ArenaView`) unpickles the block with arrays and tensors built over
+the shared memory itself; the block goes back to the worker when the last of
+them is garbage.
+
+This module must never load the Go library (a forked worker imports it).
+numpy is required; torch is imported only when a tensor is met.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import mmap
+import os
+import pickle
+import struct
+import sys
+import weakref
+from bisect import insort
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ALIGN",
+    "DEFAULT_ARENA_BYTES",
+    "HEADER",
+    "ArenaFullError",
+    "ArenaView",
+    "WorkerArena",
+    "create_arena",
+]
+
+HEADER = 64
+ALIGN = 64
+DEFAULT_ARENA_BYTES = 1 << 30
+
+# Block header: state (1 in use, 0 free), 0, block size (header included),
+# payload length.
+_HEADER_FMT = "<IIQQ"
+_STATE_FMT = "<I"
+_LEN_FMT = "<Q"
+_PICKLE_AT = 8  # the pickle follows its u64 length in the payload
+
+_KIND_NUMPY = "nd"
+_KIND_TORCH = "pt"
+
+
+class ArenaFullError(MemoryError):
+    """A sample does not fit in its worker's arena (larger than the arena, or
+    the arena is held by samples the main process has not released)."""
+
+
+def _align(n: int) -> int:
+    return (n + ALIGN - 1) & ~(ALIGN - 1)
+
+
+def create_arena(size: int = DEFAULT_ARENA_BYTES) -> int:
+    """Creates a memfd of ``size`` bytes (address space only: pages cost
+    memory once touched) and returns its fd. Close-on-exec: a worker opens it
+    as ``/proc/<parent pid>/fd/<fd>``."""
+    if size < HEADER + ALIGN:
+        raise ValueError(f"arena size {size} is below the minimum of {HEADER + ALIGN} bytes")
+    fd = os.memfd_create("minatoloader-arena", os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _torch_dtype_name(dtype: Any) -> str:
+    name = str(dtype)
+    return name[6:] if name.startswith("torch.") else name
+
+
+class _ArenaPickler(pickle.Pickler):
+    """Pickles a sample with arrays and tensors out of band: each becomes a
+    persistent id whose data offset is ``base`` plus the array's place in the
+    array region. Conversions are shared between passes (``entries``) so a
+    second pass with another base sees the same arrays in the same places."""
+
+    def __init__(self, file: io.BytesIO, base: int, state: _EncodeState) -> None:
+        super().__init__(file, protocol=5)
+        self._base = base
+        self._state = state
+
+    def persistent_id(self, obj: Any) -> Any:  # noqa: D102 - pickle hook
+        t = type(obj)
+        if t is np.ndarray or t is np.memmap:
+            dtype = obj.dtype
+            if dtype.hasobject or dtype.fields is not None:
+                return None  # pickled in band
+            entry = self._state.entry(obj, _KIND_NUMPY)
+        else:
+            torch = self._state.torch
+            if torch is None or not isinstance(obj, torch.Tensor):
+                return None
+            entry = self._state.entry(obj, _KIND_TORCH)
+        kind, dtype_name, shape, rel, nbytes = entry
+        return (kind, dtype_name, shape, self._base + rel, nbytes)
+
+
+class _EncodeState:
+    """The arrays of one sample being encoded: their descriptions, sources
+    and places (relative to the start of the array region)."""
+
+    __slots__ = ("by_id", "items", "end", "torch")
+
+    def __init__(self) -> None:
+        self.by_id: dict[int, tuple[str, str, tuple[int, ...], int, int]] = {}
+        # (relative offset, nbytes, kind, source), in layout order; the
+        # sources keep every id in by_id valid.
+        self.items: list[tuple[int, int, str, Any]] = []
+        self.end = 0
+        self.torch = sys.modules.get("torch")
+
+    def entry(self, obj: Any, kind: str) -> tuple[str, str, tuple[int, ...], int, int]:
+        e = self.by_id.get(id(obj))
+        if e is not None:
+            return e
+        if kind == _KIND_NUMPY:
+            src = obj
+            dtype_name = obj.dtype.str
+            shape = tuple(int(d) for d in obj.shape)
+            nbytes = int(obj.nbytes)
+        else:
+            src = self._check_tensor(obj)
+            dtype_name = _torch_dtype_name(src.dtype)
+            shape = tuple(int(d) for d in src.shape)
+            nbytes = int(src.numel()) * int(src.element_size())
+        rel = self.end
+        self.end = _align(rel + nbytes)
+        e = (kind, dtype_name, shape, rel, nbytes)
+        self.by_id[id(obj)] = e
+        self.items.append((rel, nbytes, kind, src))
+        if src is not obj:
+            self.items.append((0, 0, "", obj))  # keeps id(obj) valid
+        return e
+
+    def _check_tensor(self, t: Any) -> Any:
+        torch = self.torch
+        kind = f"{type(t).__module__}.{type(t).__qualname__}"
+        if t.layout != torch.strided:
+            raise TypeError(
+                f"a worker cannot send a {kind} with layout {t.layout} (only strided, dense tensors "
+                "travel through the worker arena); convert it in the dataset, e.g. with .to_dense()"
+            )
+        if t.is_nested:
+            raise TypeError(f"a worker cannot send a nested tensor ({kind}); return its components instead")
+        if t.is_quantized:
+            raise TypeError(f"a worker cannot send a quantized tensor ({kind}, {t.dtype}); dequantize it first")
+        t = t.detach()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        return t
+
+
+class WorkerArena:
+    """A worker's side of its arena: allocates blocks and writes samples."""
+
+    def __init__(self, parent_pid: int, fd: int, size: int) -> None:
+        path = f"/proc/{parent_pid}/fd/{fd}"
+        f = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            self._mm: mmap.mmap | None = mmap.mmap(f, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(f)
+        self.size = size
+        self._mv = memoryview(self._mm)
+        self._np = np.frombuffer(self._mm, np.uint8)
+        self._tb: Any = None  # torch.uint8 view of the arena, made on the first tensor
+        self._blocks: list[tuple[int, int]] = []  # live (offset, size), sorted
+        self._hint = _align(_PICKLE_AT + 256)  # where the arrays start, guessed from the last sample
+
+    # --- allocation ---------------------------------------------------------
+
+    def _reclaim(self) -> None:
+        mm = self._mm
+        unpack = struct.unpack_from
+        self._blocks = [b for b in self._blocks if unpack(_STATE_FMT, mm, b[0])[0] != 0]
+
+    def held_bytes(self) -> int:
+        """Bytes held by blocks the main process has not released (after
+        reclaiming the released ones)."""
+        self._reclaim()
+        return sum(s for _, s in self._blocks)
+
+    def live_blocks(self) -> list[tuple[int, int]]:
+        """The (offset, size) of the blocks not yet released, lowest first."""
+        self._reclaim()
+        return list(self._blocks)
+
+    def _allocate(self, need: int, what: str) -> int:
+        self._reclaim()
+        prev_end = 0
+        for off, sz in self._blocks:
+            if off - prev_end >= need:
+                break
+            prev_end = off + sz
+        else:
+            if self.size - prev_end < need:
+                held = sum(s for _, s in self._blocks)
+                if need > self.size:
+                    why = "larger than the arena"
+                else:
+                    why = "does not fit next to the samples the main process still holds"
+                raise ArenaFullError(
+                    f"{what} needs {need} bytes of the worker arena and {why}: the arena holds "
+                    f"{self.size} bytes, {held} of them in {len(self._blocks)} blocks not yet released"
+                )
+        insort(self._blocks, (prev_end, need))
+        return prev_end
+
+    # --- writing ------------------------------------------------------------
+
+    def put(self, obj: Any, what: str = "the sample") -> tuple[int, int]:
+        """Writes ``obj`` into a new block; returns (block offset, payload
+        length). Raises ArenaFullError when it does not fit, TypeError for a
+        tensor that cannot travel (sparse, nested, quantized), and whatever
+        pickling raises."""
+        if self._mm is None:
+            raise ValueError("the arena is closed")
+        state = _EncodeState()
+        base = self._hint
+        while True:
+            buf = io.BytesIO()
+            _ArenaPickler(buf, base, state).dump(obj)
+            plen = buf.tell()
+            if not state.items or _PICKLE_AT + plen <= base:
+                break
+            # A larger base can lengthen the offsets' encodings (at most
+            # 8 bytes each) and add frame headers (9 bytes per 64 KiB).
+            n = len(state.by_id)
+            base = _align(_PICKLE_AT + plen + 8 * n + 9 * (plen // 65536 + 2))
+        if state.items:
+            payload = base + state.end
+            self._hint = _align(_PICKLE_AT + plen + 16 * len(state.by_id) + 256)
+        else:
+            payload = _PICKLE_AT + plen
+        need = _align(HEADER + payload)
+        off = self._allocate(need, what)
+        try:
+            p = off + HEADER
+            mm = self._mm
+            struct.pack_into(_LEN_FMT, mm, p, plen)
+            with buf.getbuffer() as data:
+                self._mv[p + _PICKLE_AT : p + _PICKLE_AT + plen] = data
+            for rel, nbytes, kind, src in state.items:
+                if nbytes:
+                    self._write_array(p + base + rel, nbytes, kind, src)
+            struct.pack_into(_HEADER_FMT, mm, off, 1, 0, need, payload)
+        except BaseException:
+            self._blocks.remove((off, need))
+            raise
+        return off, payload
+
+    def _write_array(self, at: int, nbytes: int, kind: str, src: Any) -> None:
+        if kind == _KIND_NUMPY:
+            dst = self._np[at : at + nbytes].view(src.dtype).reshape(src.shape)
+            np.copyto(dst, src, casting="no")
+            return
+        torch = sys.modules["torch"]
+        if self._tb is None:
+            self._tb = torch.frombuffer(self._mm, dtype=torch.uint8)
+        dst = self._tb[at : at + nbytes].view(src.dtype).view(src.shape)
+        with torch.no_grad():
+            dst.copy_(src)
+
+    def close(self) -> None:
+        """Unmaps the arena (the blocks stay valid for the main process)."""
+        mm, self._mm = self._mm, None
+        self._mv.release()
+        self._np = self._tb = None
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:
+                pass
+
+
+def _free_block(mm: mmap.mmap, offset: int, live: dict[int, Any]) -> None:
+    """Marks a block free (the finalizer of its owner); never raises."""
+    live.pop(offset, None)
+    try:
+        struct.pack_into(_STATE_FMT, mm, offset, 0)
+    except Exception:  # a closed mapping: nothing to give back to
+        pass
+
+
+class _BlockUnpickler(pickle.Unpickler):
+    def __init__(self, file: io.BytesIO, mm: mmap.mmap, offset: int, length: int) -> None:
+        super().__init__(file)
+        self._mm = mm
+        self._offset = offset
+        self._length = length
+        self.owner: Any = None
+        self._made: dict[tuple[Any, ...], Any] = {}
+
+    def _owner(self) -> Any:
+        if self.owner is None:
+            self.owner = (ctypes.c_char * self._length).from_buffer(self._mm, self._offset + HEADER)
+        return self.owner
+
+    def persistent_load(self, pid: Any) -> Any:  # noqa: D102 - pickle hook
+        try:
+            kind, dtype_name, shape, data_off, nbytes = pid
+            key = (kind, data_off, dtype_name, shape)
+        except (TypeError, ValueError):
+            raise pickle.UnpicklingError(f"unknown persistent id {pid!r}") from None
+        made = self._made.get(key)
+        if made is not None:
+            return made
+        if data_off < 0 or data_off + nbytes > self._length:
+            raise pickle.UnpicklingError(f"array at {data_off}+{nbytes} outside the payload of {self._length} bytes")
+        if kind == _KIND_NUMPY:
+            dtype = np.dtype(dtype_name)
+            if nbytes == 0:
+                made = np.empty(shape, dtype)
+            else:
+                made = np.frombuffer(self._owner(), dtype, nbytes // dtype.itemsize, data_off).reshape(shape)
+        elif kind == _KIND_TORCH:
+            import torch
+
+            dtype = getattr(torch, dtype_name, None)
+            if not isinstance(dtype, torch.dtype):
+                raise pickle.UnpicklingError(f"unknown torch dtype {dtype_name!r}")
+            if nbytes == 0:
+                made = torch.empty(shape, dtype=dtype)
+            else:
+                made = torch.frombuffer(
+                    self._owner(), dtype=dtype, count=nbytes // dtype.itemsize, offset=data_off
+                ).view(shape)
+        else:
+            raise pickle.UnpicklingError(f"unknown persistent id kind {kind!r}")
+        self._made[key] = made
+        return made
+
+
+class ArenaView:
+    """The main process's view of one worker's arena: unpickles blocks with
+    arrays and tensors over the shared memory, and gives each block back when
+    the last of them is garbage. ``fd`` may be closed after construction."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self._mm: mmap.mmap | None = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        self.size = size
+        self._live: dict[int, weakref.finalize] = {}
+
+    def load(self, offset: int, length: int) -> Any:
+        """The sample in the block at ``offset`` (payload ``length`` bytes)."""
+        mm = self._mm
+        if mm is None:
+            raise ValueError("the arena view is closed")
+        if offset < 0 or offset % ALIGN or length < _PICKLE_AT or offset + HEADER + length > self.size:
+            raise ValueError(f"bad block: offset {offset}, payload length {length}, arena size {self.size}")
+        p = offset + HEADER
+        (plen,) = struct.unpack_from(_LEN_FMT, mm, p)
+        if _PICKLE_AT + plen > length:
+            raise ValueError(f"bad block at {offset}: pickle of {plen} bytes in a payload of {length}")
+        u = _BlockUnpickler(io.BytesIO(mm[p + _PICKLE_AT : p + _PICKLE_AT + plen]), mm, offset, length)
+        try:
+            obj = u.load()
+        finally:
+            owner, u.owner = u.owner, None
+            u._made.clear()
+            if owner is None:
+                struct.pack_into(_STATE_FMT, mm, offset, 0)
+            else:
+                old = self._live.pop(offset, None)
+                if old is not None:
+                    old.detach()
+                self._live[offset] = weakref.finalize(owner, _free_block, mm, offset, self._live)
+                del owner
+        return obj
+
+    def release(self, offset: int) -> None:
+        """Gives the block at ``offset`` back now, whether or not it was
+        loaded (for a result that is dropped). Arrays still viewing it see
+        whatever the worker writes there next."""
+        fin = self._live.pop(offset, None)
+        if fin is not None:
+            fin.detach()
+        mm = self._mm
+        if mm is not None:
+            struct.pack_into(_STATE_FMT, mm, offset, 0)
+
+    def live_blocks(self) -> int:
+        """How many loaded blocks are still viewed by arrays or tensors."""
+        return len(self._live)
+
+    def close(self) -> None:
+        """Drops this view's mapping. Arrays and tensors still viewing blocks
+        keep the mapping alive; their blocks are released when they die."""
+        mm, self._mm = self._mm, None
+        if mm is not None:
+            try:
+                mm.close()
+            except BufferError:
+                pass
