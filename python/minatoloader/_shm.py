@@ -82,6 +82,17 @@ def _torch_dtype_name(dtype: Any) -> str:
     return name[6:] if name.startswith("torch.") else name
 
 
+# Types pickled as they are, checked first (the isinstance test for tensors
+# is slow and persistent_id sees every object).
+_PLAIN = frozenset({str, int, float, bool, bytes, type(None), tuple, list, dict, complex})
+
+# torch dtypes whose bytes are written through numpy (cheaper for small
+# tensors than torch views); the others (bfloat16, float8...) through torch.
+_NUMPY_TORCH_DTYPES = frozenset(
+    {"bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex64", "complex128"}
+)
+
+
 class _ArenaPickler(pickle.Pickler):
     """Pickles a sample with arrays and tensors out of band: each becomes a
     persistent id whose data offset is ``base`` plus the array's place in the
@@ -95,6 +106,8 @@ class _ArenaPickler(pickle.Pickler):
 
     def persistent_id(self, obj: Any) -> Any:  # noqa: D102 - pickle hook
         t = type(obj)
+        if t in _PLAIN:
+            return None
         if t is np.ndarray or t is np.memmap:
             dtype = obj.dtype
             if dtype.hasobject or dtype.fields is not None:
@@ -268,6 +281,11 @@ class WorkerArena:
             dst = self._np[at : at + nbytes].view(src.dtype).reshape(src.shape)
             np.copyto(dst, src, casting="no")
             return
+        if _torch_dtype_name(src.dtype) in _NUMPY_TORCH_DTYPES and not (src.is_conj() or src.is_neg()):
+            a = src.numpy()
+            dst = self._np[at : at + nbytes].view(a.dtype).reshape(a.shape)
+            np.copyto(dst, a, casting="no")
+            return
         torch = sys.modules["torch"]
         if self._tb is None:
             self._tb = torch.frombuffer(self._mm, dtype=torch.uint8)
@@ -376,8 +394,12 @@ class ArenaView:
                 struct.pack_into(_STATE_FMT, mm, offset, 0)
             else:
                 old = self._live.pop(offset, None)
-                if old is not None:
-                    old.detach()
+                if old is not None and old.detach() is not None:
+                    # The worker reused a block that arrays here still view:
+                    # those arrays now show another sample. Never expected.
+                    raise RuntimeError(
+                        f"minatoloader: internal error: the arena block at {offset} was reused while still in use"
+                    )
                 self._live[offset] = weakref.finalize(owner, _free_block, mm, offset, self._live)
                 del owner
         return obj

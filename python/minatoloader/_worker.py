@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import random
 import signal
+import socket
+import stat
 import struct
 import sys
 import traceback
@@ -192,6 +194,63 @@ def _seed_sample(seed: int) -> None:
         np.random.seed(seed % 2**32)
 
 
+def _peer_inode(fd: int) -> int | None:
+    """The inode of the other end of the Unix socket ``fd`` (sock_diag's
+    UNIX_DIAG_PEER), or None where the kernel does not tell."""
+    ino = os.fstat(fd).st_ino
+    with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 4) as nl:  # NETLINK_SOCK_DIAG
+        nl.settimeout(1.0)
+        # unix_diag_req: family, protocol, pad, states (all), ino, show (UDIAG_SHOW_PEER), cookie (none)
+        req = struct.pack("=BBHIIIII", socket.AF_UNIX, 0, 0, 0xFFFFFFFF, ino, 4, 0xFFFFFFFF, 0xFFFFFFFF)
+        # nlmsghdr: length, SOCK_DIAG_BY_FAMILY, NLM_F_REQUEST, seq, pid
+        nl.sendto(struct.pack("=IHHII", 16 + len(req), 20, 1, 1, 0) + req, (0, 0))
+        data = nl.recv(65536)
+    length, kind = struct.unpack_from("=IH", data)
+    if kind != 20 or length > len(data) or length < 32 or struct.unpack_from("=I", data, 20)[0] != ino:
+        return None
+    at = 32  # nlmsghdr (16) + unix_diag_msg (16), then attributes
+    while at + 4 <= length:
+        alen, atype = struct.unpack_from("=HH", data, at)
+        if alen < 4:
+            break
+        if atype == 2 and alen >= 8:  # UNIX_DIAG_PEER
+            return struct.unpack_from("=I", data, at + 4)[0]
+        at += (alen + 3) & ~3
+    return None
+
+
+def _drop_inherited_peer(conn: Any) -> None:
+    """A forked worker inherits the main process's end of its own channel
+    (and any dup of it); while it holds one, closing the main end gives it no
+    EOF. Each such fd is pointed at /dev/null (not closed: a stale Python
+    object of the parent's may still close that number later). Best effort;
+    nothing to do under spawn and forkserver."""
+    try:
+        fd = conn.fileno()
+        if not stat.S_ISSOCK(os.fstat(fd).st_mode):
+            return
+        peer = _peer_inode(fd)
+        if peer is None:
+            return
+        target = f"socket:[{peer}]"
+        found = []
+        for name in os.listdir("/proc/self/fd"):
+            try:
+                if os.readlink(f"/proc/self/fd/{name}") == target:
+                    found.append(int(name))
+            except OSError:
+                pass
+        if found:
+            null = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                for other in found:
+                    os.dup2(null, other, inheritable=False)
+            finally:
+                os.close(null)
+    except Exception:
+        pass
+
+
 def worker_main(
     conn: Any,
     dataset: Any,
@@ -211,6 +270,7 @@ def worker_main(
     setup (reported in the HELLO)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process handles Ctrl-C
     watched_ppid = os.getppid()  # the main process, or a forkserver that dies with it
+    _drop_inherited_peer(conn)
     try:
         if mode not in ("map", "iterable"):
             raise ValueError(f"unknown worker mode {mode!r} (want 'map' or 'iterable')")
