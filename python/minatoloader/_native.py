@@ -411,6 +411,14 @@ def loader_feed(loader: int, indices: Any, sizes: Any, last: bool) -> None:
     )
 
 
+def loader_next_to(loader: int, timeout_ms: int, out: c_uint64) -> int:
+    """ml_loader_next writing the handle into `out` from C, so that an
+    exception raised as the call returns (Ctrl-C) cannot lose the handle:
+    the caller releases out.value when it is set."""
+    lib = library()
+    return _check(lib, lib.ml_loader_next(loader, timeout_ms, byref(out)), "ml_loader_next")
+
+
 def loader_next(loader: int, timeout_ms: int) -> tuple[int, int]:
     """Returns (status, batch handle): OK with a new handle, END_OF_EPOCH or
     TIMEOUT with 0. Raises on errors."""

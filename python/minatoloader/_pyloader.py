@@ -279,28 +279,45 @@ class PythonLoading:
     (persistent workers, the resume point). ``dl`` is the DataLoader."""
 
     def __init__(self, dl: Any) -> None:
-        self.dl = dl
+        # A weak reference: `del loader` must free the workers at once, not
+        # wait for the cycle collector (an iterator holds the loader itself).
+        self._dl = weakref.ref(dl)
         self.epochs = 0  # iterators created
         self.pool: _WorkerPool | None = None  # persistent workers
         self.go: int | None = None  # persistent Go loader
         self.go_max_batch = 0
         self.base_seed: int | None = None  # persistent workers' seed
         self.resume: dict[str, Any] | None = None
-        self.current: _EpochIter | None = None
+        self._current: Any = None  # weakref to the running _EpochIter
         self.last_stats: dict[str, Any] = {}
         self.closed = False
+
+    @property
+    def current(self) -> "_EpochIter | None":
+        return self._current() if self._current is not None else None
+
+    @current.setter
+    def current(self, it: "_EpochIter | None") -> None:
+        self._current = weakref.ref(it) if it is not None else None
+
+    @property
+    def dl(self) -> Any:
+        dl = self._dl()
+        if dl is None:
+            raise ClosedError("the DataLoader is gone")
+        return dl
 
     # -- options (DataLoader.configure)
     @property
     def opts(self) -> dict[str, Any]:
         return self.dl._ml_options
 
-    def iterator(self) -> "_EpochIter":
+    def iterator(self, dl: Any) -> "_EpochIter":
         if self.closed:
             raise ClosedError("this DataLoader is closed")
         if self.current is not None:
             self.current.close()
-        it = _EpochIter(self)
+        it = _EpochIter(self, dl)
         self.current = it
         return it
 
@@ -328,8 +345,7 @@ class PythonLoading:
 class _EpochIter:
     """One epoch of a DataLoader over a Python dataset."""
 
-    def __init__(self, st: PythonLoading) -> None:
-        dl = st.dl
+    def __init__(self, st: PythonLoading, dl: Any) -> None:
         self.st = st
         self.dl = dl
         self.iterable = dl._dataset_kind == "iterable"
@@ -343,6 +359,7 @@ class _EpochIter:
         self.pool: _WorkerPool | None = None
         self.own_pool = False
         self.own_go = False
+        self._out = ctypes.c_uint64(0)  # a batch handle, written by C
         self.iter_state: dict[str, Any] | None = None
         import torch
 
@@ -611,7 +628,7 @@ class _EpochIter:
             if wait <= 0:
                 raise RuntimeError(f"DataLoader timed out after {self.timeout} seconds")
             try:
-                rc, h = _native.loader_next(self.go, max(0, int(wait * 1000)))
+                rc = _native.loader_next_to(self.go, max(0, int(wait * 1000)), self._out)
             except SampleError as e:
                 exc = _reraise(e, self.pool)
                 self.close()
@@ -620,6 +637,7 @@ class _EpochIter:
                 break
             if rc == _native.END_OF_EPOCH:
                 self._finish()
+        h = int(self._out.value)
         try:
             info = _native.batch_info(h)
             n = int(info.num_samples)
@@ -627,7 +645,7 @@ class _EpochIter:
             f = _native.batch_field(h, 0)
             tickets = np.frombuffer((ctypes.c_char * int(f.bytes)).from_address(int(f.data)), dtype=np.int64).reshape(n, 4).copy()
         finally:
-            _native.batch_release(h)
+            self._release_handle()
         self.received += n
         self.delivered.extend(indices)
         assert self.pool is not None
@@ -717,10 +735,20 @@ class _EpochIter:
         self._finish()
 
     # ---------------------------------------------------------------- stop
+    def _release_handle(self) -> None:
+        h = int(self._out.value)
+        if h:
+            try:
+                _native.batch_release(h)
+            except Exception:
+                pass  # already released (interrupted between release and reset)
+            self._out.value = 0
+
     def close(self) -> None:
         """Stops this epoch: its own Go loader and workers (persistent ones
         stay with the DataLoader)."""
         self.done = True
+        self._release_handle()
         if self.go is not None:
             if self.own_go:
                 try:

@@ -263,7 +263,7 @@ class DataLoader(Generic[_T_co]):
         """Starts the next epoch. A native dataset yields ``(data, labels)``
         pairs; a Python dataset yields what its collate_fn returns."""
         if self._py is not None:
-            return self._py.iterator()
+            return self._py.iterator(self)
         return iter(self._loader)
 
     def __len__(self) -> int:

@@ -121,11 +121,11 @@ class Dies(Dataset):
 class Sleepy(Dataset):
     """Every sample sleeps (for timeout tests)."""
 
-    def __init__(self, s: float) -> None:
-        self.s = s
+    def __init__(self, s: float, n: int = 8) -> None:
+        self.s, self.n = s, n
 
     def __len__(self) -> int:
-        return 8
+        return self.n
 
     def __getitem__(self, i: int) -> Any:
         time.sleep(self.s)
