@@ -1,16 +1,19 @@
 """minatoloader: a PyTorch data loader whose core is Go.
 
 ``from minatoloader import DataLoader`` is a drop-in for torch's DataLoader
-(same constructor) over native datasets; :class:`NativeLoader` exposes every
-option of the core. Batches arrive as DLPack views (torch tensors, numpy
+(same constructor) over any torch Dataset (Python worker processes fed one
+sample at a time by the Go core) and over native datasets (the whole
+pipeline in Go); :class:`NativeLoader` exposes every option of the core. Batches arrive as DLPack views (torch tensors, numpy
 arrays, or raw DLPack objects) without a copy.
 
 Importing this package does no work: the shared library is loaded on first
 use. Set MINATOLOADER_LIBRARY to load a library of your own build.
 
 The Go runtime does not survive fork(): after the library has been used, a
-forked child that calls it gets :class:`ForkedError`. Use the "spawn" or
-"forkserver" multiprocessing start method.
+forked child that calls it gets :class:`ForkedError`. DataLoader's own worker
+processes never call it, so they may be forked (the default on Linux, as for
+torch); for processes of your own that use the library, use "spawn" or
+"forkserver".
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from .errors import (
     StateError,
     UnsupportedArgumentError,
 )
+from ._worker import get_worker_info
 from .loader import EpochIterator, NativeLoader
 
 __version__ = "0.1.0"
@@ -86,6 +90,7 @@ __all__ = [
     "UnsupportedArgumentError",
     "__version__",
     "counters",
+    "get_worker_info",
     "datasets",
     "get_include",
     "library_path",

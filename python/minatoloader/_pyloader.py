@@ -135,7 +135,9 @@ class _WorkerPool:
         for c in self.conns:
             _shutdown(c)
         self.conns = []
-        deadline = time.monotonic() + 5.0
+        # A worker busy in __getitem__ sees EOF only when the sample ends:
+        # give them a second, then SIGTERM, then SIGKILL.
+        deadline = time.monotonic() + 1.0
         for p in self.procs:
             p.join(timeout=max(0.0, deadline - time.monotonic()))
         for p in self.procs:

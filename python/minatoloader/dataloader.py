@@ -90,25 +90,26 @@ def _native_equivalent(dataset: Any) -> Dataset[Any] | None:
 
 
 class DataLoader(Generic[_T_co]):
-    """A drop-in for ``torch.utils.data.DataLoader`` over a native dataset.
+    """A drop-in for ``torch.utils.data.DataLoader``.
 
-    Supported: ``dataset`` (a native dataset such as
-    :class:`minatoloader.SyntheticDataset`), ``batch_size`` (an int >= 1),
-    ``shuffle``, ``num_workers`` (0: one worker thread, n: n workers to start
-    with; the Go core scales them), ``drop_last``, ``generator`` (a
-    ``torch.Generator``: the seed is its ``initial_seed()``; without one a
-    seed is drawn from torch's global generator), ``prefetch_factor``
-    (batches kept ready, default 2), ``persistent_workers`` (accepted; the
-    core's workers persist across epochs anyway), ``in_order``, ``timeout``,
-    and ``pin_memory`` (accepted; a no-op on a host without an accelerator).
+    Over any Python dataset (a torch ``Dataset`` or ``IterableDataset``)
+    every argument behaves as torch's: the dataset runs in worker processes
+    that the Go core feeds one sample at a time (fast and slow lanes, spare
+    processes, batches composed from ready samples with ``in_order=False``),
+    samples return through shared memory and are collated here. See
+    :meth:`configure` (skip policy, spare workers, per-sample seeds) and
+    :meth:`state_dict` (mid-epoch resume).
 
-    Each epoch's order is a function of (seed, epoch); :meth:`set_epoch`
-    picks the epoch like ``DistributedSampler.set_epoch``.
-
-    Not supported yet (raise :class:`UnsupportedArgumentError`, a
-    ``ValueError``): ``sampler``, ``batch_sampler``, ``collate_fn``,
-    ``worker_init_fn``, ``multiprocessing_context``, a non-empty
-    ``pin_memory_device``, and ``batch_size=None``.
+    Over a native dataset (:mod:`minatoloader.datasets`,
+    :class:`minatoloader.SyntheticDataset`, or a torchvision ImageFolder
+    whose transforms have native equivalents) the whole pipeline runs in
+    the Go core: ``batch_size``, ``shuffle``, ``num_workers`` (the fast
+    lane's starting width), ``drop_last``, ``generator`` (its
+    ``initial_seed()``), ``prefetch_factor``, ``persistent_workers``,
+    ``in_order``, ``timeout`` and ``pin_memory`` apply; ``sampler``,
+    ``batch_sampler``, ``collate_fn``, ``worker_init_fn``,
+    ``multiprocessing_context``, a non-empty ``pin_memory_device`` and
+    ``batch_size=None`` raise :class:`UnsupportedArgumentError` there.
     """
 
     dataset: Dataset[_T_co]

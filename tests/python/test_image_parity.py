@@ -204,9 +204,17 @@ def test_torchvision_imagefolder_fallback_says_why(tmp_path, caplog) -> None:
     root = str(tmp_path)
     _write_images(root, "png", [(20, 20)] * 2)
     tv_ds = torchvision.datasets.ImageFolder(root, transform=tvt.Compose([tvt.Grayscale(), tvt.ToTensor()]))
-    with caplog.at_level(logging.INFO, logger="minatoloader"), pytest.raises(TypeError, match="Grayscale"):
-        minatoloader.DataLoader(tv_ds, batch_size=2)
+    with caplog.at_level(logging.INFO, logger="minatoloader"):
+        dl = minatoloader.DataLoader(tv_ds, batch_size=2, num_workers=1)
     assert "cannot run" in caplog.text and "Grayscale" in caplog.text
+    # It runs as a Python dataset instead, with torchvision's own code.
+    assert dl.stats()["path"] == "python"
+    ours = [(x, y) for x, y in dl]
+    dl.close()
+    theirs = list(torch.utils.data.DataLoader(tv_ds, batch_size=2))
+    assert len(ours) == len(theirs)
+    for (a, b), (c, d) in zip(ours, theirs):
+        assert torch.equal(a, c) and torch.equal(b, d)
 
 
 @pytest.mark.parametrize("train", [False, True])

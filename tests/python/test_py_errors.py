@@ -59,10 +59,12 @@ def test_dead_worker_is_reported_not_waited_on(how: str, context: str) -> None:
 
 def test_timeout_like_torch() -> None:
     dl = minatoloader.DataLoader(Sleepy(2.0), batch_size=2, num_workers=1, timeout=0.3)
+    it = iter(dl)
     t0 = time.monotonic()
     with pytest.raises(RuntimeError, match=r"DataLoader timed out after 0.3 seconds"):
-        next(iter(dl))
+        next(it)
     assert time.monotonic() - t0 < 1.5
+    del it
     dl.close()
 
 
