@@ -26,6 +26,7 @@ import importlib
 import json
 import logging
 import multiprocessing
+import operator
 import os
 import re
 import socket
@@ -204,7 +205,8 @@ class _one_thread:
 # ----------------------------------------------------------------- errors
 
 _PYEXC = re.compile(
-    r'sample (-?\d+): step "load": python exception ([\w.]+):([\w.<>]+) in worker (\d+) \(pid (\d+)\)\n(.*)',
+    r'sample (-?\d+): step "load": (?:(worker_init_fn or setup) failed in DataLoader worker process \d+ '
+    r'\(pid \d+\): )?python exception ([\w.]+):([\w.<>]+) in worker (\d+) \(pid (\d+)\)\n(.*)',
     re.S,
 )
 _DIED = re.compile(r"DataLoader worker (\d+) \(pid (\d+)\) exited unexpectedly")
@@ -227,12 +229,13 @@ def _reraise(err: BaseException, pool: _WorkerPool | None) -> BaseException:
     text = str(err)
     m = _PYEXC.search(text)
     if m:
-        index, module, qualname, wid, pid, tb = m.groups()
+        index, init, module, qualname, wid, pid, tb = m.groups()
         prefix = text[: m.start()]
         budget = " (" + prefix.strip().rstrip(":") + ")" if "max_skipped" in prefix else ""
+        where = "in worker_init_fn" if init else f"while loading sample {index}{budget}"
         msg = (
             f"Caught {qualname.rsplit('.', 1)[-1]} in DataLoader worker process {wid} (pid {pid}) "
-            f"while loading sample {index}{budget}.\nOriginal {tb.rstrip()}"
+            f"{where}.\nOriginal {tb.rstrip()}"
         )
         cls = _resolve(module, qualname)
         if cls is not None:
@@ -287,7 +290,7 @@ class PythonLoading:
         self.epochs = 0  # iterators created
         self.pool: _WorkerPool | None = None  # persistent workers
         self.go: int | None = None  # persistent Go loader
-        self.go_max_batch = 0
+        self.go_key: Any = None  # the options the persistent Go loader was made with
         self.base_seed: int | None = None  # persistent workers' seed
         self.resume: dict[str, Any] | None = None
         self._current: Any = None  # weakref to the running _EpochIter
@@ -459,7 +462,9 @@ class _EpochIter:
         if not self.auto:
             bmax = 1
         self.max_inflight = max(pf * nw * bmax, bmax + nw) + nw
-        if persistent and st.go is not None and st.go_max_batch >= bmax:
+        key = (bmax, bool(dl.in_order), st.opts["on_error"], st.opts["max_skipped"], st.opts["timeout_ms"],
+               st.opts["spare_workers"], st.opts["seed_per_sample"], st.opts["arena_bytes"])
+        if persistent and st.go is not None and st.go_key == key:
             self.go = st.go
             self.pool = st.pool
         else:
@@ -495,7 +500,7 @@ class _EpochIter:
                 self.pool.stop()
                 raise
             if persistent:
-                st.go, st.go_max_batch = self.go, bmax
+                st.go, st.go_key = self.go, key
             else:
                 self.own_go = True
         _native.loader_start_epoch(self.go, self.epoch)
@@ -531,11 +536,19 @@ class _EpochIter:
             if self.skip_batches > 0:
                 self.skip_batches -= 1
                 continue
+            try:
+                b = [operator.index(i) for i in b]
+            except TypeError:
+                bad = next(i for i in b if not hasattr(i, "__index__"))
+                raise TypeError(
+                    f"minatoloader.DataLoader: the sampler yielded the index {bad!r} ({type(bad).__name__}); "
+                    "worker processes take integer indices (map a custom key to an int in the dataset)"
+                ) from None
             if self.skip_samples:
-                b = [i for i in b if int(i) not in self.skip_samples]
+                b = [i for i in b if i not in self.skip_samples]
                 if not b:
                     continue
-            return [int(i) for i in b]
+            return b
 
     def _top_up(self) -> None:
         """Feeds the core until max_inflight samples (plus a batch) are fed

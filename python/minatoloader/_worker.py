@@ -188,7 +188,12 @@ def _seed_sample(seed: int) -> None:
     random.seed(seed)
     torch = sys.modules.get("torch")
     if torch is not None:
-        torch.manual_seed(seed & ((1 << 63) - 1))
+        # The CPU generator directly: torch.manual_seed also queues a lazy
+        # CUDA seeding with a formatted stack (0.45 ms a call).
+        s = seed & ((1 << 63) - 1)
+        torch.default_generator.manual_seed(s)
+        if torch.cuda.is_initialized():
+            torch.cuda.manual_seed_all(s)
     np = sys.modules.get("numpy")
     if np is not None:
         np.random.seed(seed % 2**32)
