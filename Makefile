@@ -46,7 +46,8 @@ test: gotest fuzz ctest pytest
 # testdata/fuzz; `make fuzz FUZZTIME=60s` for a real run.
 FUZZTIME ?= 20000x
 FUZZ_TARGETS := FuzzParse:./core/config FuzzDecodeJPEG:./core/imageops FuzzDecodePNG:./core/imageops \
-	FuzzDecodeWAV:./core/audio FuzzReadNpy:./core/volume FuzzDecode:./native/turbojpeg
+	FuzzDecodeWAV:./core/audio FuzzReadNpy:./core/volume FuzzDecode:./native/turbojpeg \
+	FuzzParseMessage:./core/remote FuzzReadFrame:./core/remote
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} ($(FUZZTIME))"; \
@@ -67,6 +68,7 @@ bench: install
 	$(PY) bench/overhead.py
 	$(PY) bench/speech.py
 	$(PY) bench/images.py
+	$(PY) bench/pydataset.py --n 1024 --workers 2,4
 
 clean:
 	rm -rf build $(VENV)

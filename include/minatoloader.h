@@ -178,8 +178,14 @@ int ml_last_error(char* buf, size_t len, size_t* needed);
  * a message naming the key. "{}" (or "") gives the defaults.
  * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT, ML_ERR_NO_MEMORY, ML_ERR_FORKED,
  * ML_ERR_INTERNAL.
+ * A "python" dataset ({"kind": "python", "procs": [{"fd", "pid", "arena_fd",
+ * "arena_size"}...]}, docs/worker-protocol.md) is served by worker processes
+ * over the given socket fds; such a loader needs "feed": true.
  * OWNERSHIP: config_json is the caller's and is not kept; *out belongs to the
- * caller, who must ml_loader_close() it. */
+ * caller, who must ml_loader_close() it. The procs' socket fds belong to the
+ * library from this call on, whether it succeeds or fails (they are shut down
+ * and closed by ml_loader_close or by the failure); arena fds stay the
+ * caller's and must stay open while the loader lives. */
 int ml_loader_create(const char* config_json, ml_loader_t* out);
 
 /* Opens the dataset a JSON object describes (the "dataset" option of a

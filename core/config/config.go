@@ -122,6 +122,10 @@ type Dataset struct {
 	// Python worker processes (kind "python"): the main process's end of
 	// each one's channel (the loader takes ownership) and its arena.
 	Procs []Proc `json:"procs"`
+	// CPUSlots bounds the samples computing at once (torch's num_workers);
+	// the processes beyond it are spares that take new samples only while
+	// a timed-out one's process waits instead of computing. 0: no bound.
+	CPUSlots int `json:"cpu_slots"`
 }
 
 // Proc is one Python worker process (docs/worker-protocol.md).
@@ -300,6 +304,9 @@ func (d *Dataset) validate() error {
 	if d.Kind == "python" {
 		if len(d.Procs) == 0 {
 			return bad("procs", "a python dataset needs at least one worker process")
+		}
+		if d.CPUSlots < 0 {
+			return bad("cpu_slots", "must be >= 0, got %d", d.CPUSlots)
 		}
 		for i, p := range d.Procs {
 			if p.FD < 0 || p.ArenaFD < 0 || p.ArenaSize < 4096 || p.PID <= 0 {

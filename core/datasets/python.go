@@ -14,6 +14,11 @@ func init() {
 		for i, p := range d.Procs {
 			procs[i] = remote.Proc{FD: p.FD, PID: p.PID, ArenaFD: p.ArenaFD, ArenaSize: p.ArenaSize}
 		}
-		return remote.New(procs, d.Length)
+		p, err := remote.New(procs, d.Length)
+		if err != nil {
+			return nil, err
+		}
+		p.LimitCPU(d.CPUSlots)
+		return p, nil
 	}
 }

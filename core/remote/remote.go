@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -96,7 +97,9 @@ type Proc struct {
 type Pool struct {
 	workers []*worker
 	length  int64
-	idle    chan *worker // workers with no outstanding GET
+	idle    chan *worker // fast-lane workers (id < primary) with no outstanding GET
+	spare   chan *worker // spare workers (id >= primary) with no outstanding GET
+	primary atomic.Int64
 	seq     atomic.Uint64
 	ready   atomic.Int64
 
@@ -110,6 +113,15 @@ type Pool struct {
 
 	arenaMu  sync.RWMutex // guards the mappings against munmap
 	unmapped bool
+
+	// CPU slots (LimitCPU): a fresh GET needs one; a timed-out sample keeps
+	// its slot while its process is computing and gives it up once the
+	// process is found waiting (I/O, sleep), so spare processes add
+	// concurrency only where it buys something.
+	slots   chan struct{}
+	watchMu sync.Mutex
+	watch   map[*call]struct{} // timed-out calls still holding a slot
+	monitor sync.WaitGroup
 }
 
 var _ pipeline.Source = (*Pool)(nil)
@@ -132,8 +144,13 @@ type call struct {
 	p         *Pool
 	w         *worker
 	seq       uint64
-	done      chan reply // capacity 1; receives exactly one reply unless abandoned
-	abandoned bool       // guarded by w.mu
+	done      chan reply  // capacity 1; receives exactly one reply unless abandoned
+	abandoned bool        // guarded by w.mu
+	slot      atomic.Bool // holds a CPU slot
+	// The worker's CPU time (ns) and the wall clock at the last look,
+	// for telling a computing process from a waiting one.
+	cpu  int64
+	seen time.Time
 }
 
 type reply struct {
@@ -150,6 +167,8 @@ func New(procs []Proc, length int64) (*Pool, error) {
 	p := &Pool{
 		length: length,
 		idle:   make(chan *worker, len(procs)),
+		spare:  make(chan *worker, len(procs)),
+
 		broken: make(chan struct{}),
 		closed: make(chan struct{}),
 	}
@@ -199,6 +218,7 @@ func New(procs []Proc, length int64) (*Pool, error) {
 		}
 		return nil, err
 	}
+	p.primary.Store(int64(len(procs)))
 	for _, w := range p.workers {
 		p.readers.Go(func() { p.read(w) })
 	}
@@ -266,31 +286,59 @@ func (p *Pool) Load(c *pipeline.Ctx, index int64, s *pipeline.Sample) error {
 	if err := p.Err(); err != nil {
 		return err
 	}
+	cl := &call{p: p, done: make(chan reply, 1)}
+	if p.slots != nil {
+		select {
+		case p.slots <- struct{}{}:
+			cl.slot.Store(true)
+		case <-c.Done():
+			return context.Canceled
+		case <-p.broken:
+			return p.Err()
+		case <-p.closed:
+			return ErrClosed
+		}
+	}
 	var w *worker
 	select {
-	case w = <-p.idle:
-	case <-c.Done():
-		return context.Canceled
-	case <-p.broken:
-		return p.Err()
-	case <-p.closed:
-		return ErrClosed
+	case w = <-p.idle: // a fast-lane process first: spares only when none is free
+	default:
+		select {
+		case w = <-p.idle:
+		case w = <-p.spare:
+		case <-c.Done():
+			p.releaseSlot(cl)
+			return context.Canceled
+		case <-p.broken:
+			p.releaseSlot(cl)
+			return p.Err()
+		case <-p.closed:
+			p.releaseSlot(cl)
+			return ErrClosed
+		}
 	}
 	if err := p.Err(); err != nil {
-		p.idle <- w
+		p.putIdle(w)
+		p.releaseSlot(cl)
 		return err
 	}
-	cl := &call{p: p, w: w, seq: p.seq.Add(1), done: make(chan reply, 1)}
+	cl.w, cl.seq = w, p.seq.Add(1)
 	w.mu.Lock()
 	if w.dead != nil {
 		err := w.dead
 		w.mu.Unlock()
+		p.releaseSlot(cl)
 		return err
 	}
 	w.cur = cl
 	w.mu.Unlock()
+	if p.slots != nil {
+		cl.cpu, _ = cpuNS(w.pid)
+		cl.seen = time.Now()
+	}
 	putGet(&w.out, cl.seq, c.Epoch, index, c.Rand.Uint64())
 	if _, err := w.f.Write(w.out[:]); err != nil {
+		p.releaseSlot(cl)
 		w.mu.Lock()
 		if w.cur == cl {
 			w.cur = nil
@@ -325,6 +373,7 @@ func (p *Pool) wait(c *pipeline.Ctx, cl *call, s *pipeline.Sample, timeout <-cha
 			select {
 			case r = <-cl.done:
 			default:
+				p.timedOut(cl)
 				s.Resume = cl
 				return pipeline.ErrTimedOut
 			}
@@ -455,6 +504,9 @@ func (p *Pool) read(w *worker) {
 		w.dead = err
 		cl := w.cur
 		w.cur = nil
+		if cl != nil {
+			p.releaseSlot(cl)
+		}
 		if cl != nil && !cl.abandoned {
 			cl.done <- reply{err: err}
 		}
@@ -501,7 +553,7 @@ func (p *Pool) read(w *worker) {
 				return
 			}
 			p.ready.Add(1)
-			p.idle <- w
+			p.putIdle(w)
 			continue
 		}
 		// A REPLY.
@@ -525,6 +577,7 @@ func (p *Pool) read(w *worker) {
 			return
 		}
 		w.cur = nil
+		p.releaseSlot(cl)
 		if cl.abandoned {
 			w.mu.Unlock()
 			if r.err == nil {
@@ -534,7 +587,16 @@ func (p *Pool) read(w *worker) {
 			cl.done <- r
 			w.mu.Unlock()
 		}
+		p.putIdle(w)
+	}
+}
+
+// putIdle returns w to the idle processes: the fast lane's or the spares'.
+func (p *Pool) putIdle(w *worker) {
+	if int64(w.id) < p.primary.Load() {
 		p.idle <- w
+	} else {
+		p.spare <- w
 	}
 }
 
@@ -554,6 +616,7 @@ func (p *Pool) Close() error {
 			w.f.Close()
 		}
 		p.readers.Wait()
+		p.monitor.Wait()
 		p.arenaMu.Lock()
 		p.unmapped = true
 		for _, w := range p.workers {
@@ -563,4 +626,120 @@ func (p *Pool) Close() error {
 		p.arenaMu.Unlock()
 	})
 	return nil
+}
+
+// LimitCPU makes at most n samples compute at once (n is the fast lane's
+// width, torch's num_workers); the processes beyond n (spares) then run
+// only samples whose predecessors were found waiting rather than
+// computing. Call it once, before the first Load. n < 1 lifts the limit.
+func (p *Pool) LimitCPU(n int) {
+	if n < 1 || n >= len(p.workers) {
+		return
+	}
+	p.slots = make(chan struct{}, n)
+	p.primary.Store(int64(n))
+	p.watch = map[*call]struct{}{}
+	p.monitor.Go(p.watchSlots)
+}
+
+// minLook is the shortest window a busy share is judged on: the
+// scheduler's time slices make shorter ones noisy.
+const minLook = 20 * time.Millisecond
+
+// busyShare is the fraction of the time since the last look that cl's
+// process spent running or runnable; ok is false while the window is
+// shorter than minLook. When the kernel does not say, the process counts
+// as computing (it keeps its slot).
+func (cl *call) busyShare(now time.Time) (share float64, ok bool) {
+	dt := now.Sub(cl.seen)
+	if dt < minLook {
+		return 0, false
+	}
+	cpu, known := cpuNS(cl.w.pid)
+	if !known {
+		return 1, true
+	}
+	share = float64(cpu-cl.cpu) / float64(dt)
+	cl.cpu, cl.seen = cpu, now
+	return share, true
+}
+
+// waiting is the busy share below which a process counts as waiting.
+const waiting = 0.5
+
+// timedOut is called when cl's budget ran out: a waiting process gives its
+// slot back at once, a computing one is watched until it waits or replies.
+func (p *Pool) timedOut(cl *call) {
+	if p.slots == nil || !cl.slot.Load() {
+		return
+	}
+	if share, ok := cl.busyShare(time.Now()); ok && share < waiting {
+		p.releaseSlot(cl)
+		return
+	}
+	p.watchMu.Lock()
+	p.watch[cl] = struct{}{}
+	p.watchMu.Unlock()
+}
+
+func (p *Pool) releaseSlot(cl *call) {
+	if cl.slot.CompareAndSwap(true, false) {
+		<-p.slots
+	}
+}
+
+// watchSlots re-looks at watched calls every few milliseconds.
+func (p *Pool) watchSlots() {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.closed:
+			return
+		case now := <-t.C:
+			p.watchMu.Lock()
+			for cl := range p.watch {
+				share, ok := cl.busyShare(now)
+				if !cl.slot.Load() || (ok && share < waiting) {
+					p.releaseSlot(cl)
+					delete(p.watch, cl)
+				}
+			}
+			p.watchMu.Unlock()
+		}
+	}
+}
+
+// cpuNS is the time pid's main thread spent running or runnable (waiting
+// for a CPU) in ns: /proc/<pid>/schedstat's first two fields, nanosecond
+// resolution where /proc/<pid>/stat has 10 ms ticks. A process blocked in
+// I/O or sleep accrues neither; one that computes on a busy machine
+// accrues both.
+func cpuNS(pid int) (int64, bool) {
+	var buf [96]byte
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/schedstat")
+	if err != nil {
+		return 0, false
+	}
+	n, _ := f.Read(buf[:])
+	f.Close()
+	var total int64
+	fields := 0
+	for i := 0; i < n && fields < 2; {
+		j := i
+		for j < n && buf[j] >= '0' && buf[j] <= '9' {
+			j++
+		}
+		if j == i {
+			return 0, false
+		}
+		v, err := strconv.ParseInt(string(buf[i:j]), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		total += v
+		fields++
+		i = j + 1
+	}
+	return total, fields == 2
 }

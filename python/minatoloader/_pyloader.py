@@ -489,7 +489,12 @@ class _EpochIter:
                 "seed": self.base_seed,
                 "on_error": st.opts["on_error"],
                 "max_skipped": self._budget(),
-                "dataset": {"kind": "python", "length": int(length), "procs": self.pool.hand_to_go()},
+                "dataset": {
+                    "kind": "python",
+                    "length": int(length),
+                    "cpu_slots": nw,
+                    "procs": self.pool.hand_to_go(),
+                },
             }
             for key in ("timeout_ms", "warmup_samples", "quantile"):
                 if st.opts.get(key) is not None:

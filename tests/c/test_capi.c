@@ -317,6 +317,55 @@ static void test_epochs(void) {
   CHECK_RC(ml_loader_close(d), ML_OK);
 }
 
+/* A fed loader: the host supplies the order in whole batches of any size
+ * (as a Python sampler does); in_order gives exactly those batches. */
+static void test_feed(void) {
+  ml_loader_t l = 0;
+  CHECK_RC(ml_loader_create(
+               "{\"feed\":true,\"in_order\":true,\"batch_size\":4,"
+               "\"max_inflight\":16,\"workers\":2,\"dataset\":{\"length\":50,"
+               "\"shape\":[2],\"dtype\":\"float32\"}}",
+               &l),
+           ML_OK);
+  int64_t idx[] = {7, 3, 9, 1, 0, 44, 12, 5, 6};
+  int64_t sizes1[] = {3, 1};
+  int64_t sizes2[] = {5};
+  CHECK_RC(ml_loader_feed(l, idx, 4, sizes1, 2, 0), ML_ERR_STATE);
+  CHECK_RC(ml_loader_start_epoch(l, 0), ML_OK);
+  int64_t bad_sizes[] = {3};
+  CHECK_RC(ml_loader_feed(l, idx, 4, bad_sizes, 1, 0), ML_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(last_error(), "add up") != NULL, "message: %s", last_error());
+  int64_t out_of_range[] = {50};
+  int64_t one[] = {1};
+  CHECK_RC(ml_loader_feed(l, out_of_range, 1, one, 1, 0), ML_ERR_INVALID_ARGUMENT);
+  CHECK_RC(ml_loader_feed(l, NULL, 1, one, 1, 0), ML_ERR_INVALID_ARGUMENT);
+  CHECK_RC(ml_loader_feed(l, idx, 4, sizes1, 2, 0), ML_OK);
+  CHECK_RC(ml_loader_feed(l, idx + 4, 5, sizes2, 1, 1), ML_OK);
+  CHECK_RC(ml_loader_feed(l, idx, 1, one, 1, 1), ML_ERR_INVALID_ARGUMENT);
+  const int64_t want_n[] = {3, 1, 5};
+  int at = 0;
+  for (int k = 0; k < 3; k++) {
+    ml_batch_t b = 0;
+    CHECK_RC(ml_loader_next(l, 10000, &b), ML_OK);
+    ml_batch_info_t bi;
+    CHECK_RC(ml_batch_info(b, &bi), ML_OK);
+    CHECK(bi.num_samples == want_n[k], "batch %d: %lld samples", k,
+          (long long)bi.num_samples);
+    for (int64_t i = 0; i < bi.num_samples && at < 9; i++, at++)
+      CHECK(bi.indices[i] == idx[at], "batch %d row %lld: index %lld", k,
+            (long long)i, (long long)bi.indices[i]);
+    CHECK_RC(ml_batch_release(b), ML_OK);
+  }
+  ml_batch_t b = 0;
+  CHECK_RC(ml_loader_next(l, 10000, &b), ML_END_OF_EPOCH);
+  CHECK_RC(ml_loader_close(l), ML_OK);
+  /* A loader that orders itself refuses a feed. */
+  CHECK_RC(ml_loader_create(cfg_small, &l), ML_OK);
+  CHECK_RC(ml_loader_start_epoch(l, 0), ML_OK);
+  CHECK_RC(ml_loader_feed(l, idx, 1, one, 1, 1), ML_ERR_INVALID_ARGUMENT);
+  CHECK_RC(ml_loader_close(l), ML_OK);
+}
+
 /* next_batch starts epoch 0 of a fresh loader and returns its first batch. */
 static ml_batch_t first_batch(ml_loader_t* lp) {
   ml_batch_t b = 0;
@@ -704,6 +753,7 @@ int main(void) {
   test_dataset_info();
   test_error_per_thread();
   test_epochs();
+  test_feed();
   test_dlpack();
   test_handles();
   test_sample_error();
