@@ -496,9 +496,9 @@ class _EpochIter:
                     "procs": self.pool.hand_to_go(),
                 },
             }
-            for key in ("timeout_ms", "warmup_samples", "quantile"):
-                if st.opts.get(key) is not None:
-                    cfg[key] = st.opts[key]
+            for opt in ("timeout_ms", "warmup_samples", "quantile"):
+                if st.opts.get(opt) is not None:
+                    cfg[opt] = st.opts[opt]
             try:
                 self.go = _native.loader_create(json.dumps(cfg))
             except BaseException:
