@@ -670,7 +670,7 @@ class _EpochIter:
         self.delivered.extend(indices)
         assert self.pool is not None
         with _one_thread(self.torch):
-            samples = [self.pool.views[int(w)].load(int(off), int(ln)) for w, off, ln, _ in tickets]
+            samples = [self.pool.views[int(w)].load(int(off), int(ln), int(seq)) for w, off, ln, seq in tickets]
             if self.auto:
                 return self.collate(samples)
             return self.collate(samples[0])
@@ -748,7 +748,7 @@ class _EpochIter:
                 raise self._worker_error(wid, text)
             self._put()
             with _one_thread(self.torch):
-                items = self.pool.views[wid].load(off, ln)
+                items = self.pool.views[wid].load(off, ln, rseq)
                 if self.auto:
                     return self.collate(items)
                 return self.collate(items[0])

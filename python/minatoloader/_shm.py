@@ -235,7 +235,7 @@ class WorkerArena:
 
     # --- writing ------------------------------------------------------------
 
-    def put(self, obj: Any, what: str = "the sample") -> tuple[int, int]:
+    def put(self, obj: Any, what: str = "the sample", tag: int = 0) -> tuple[int, int]:
         """Writes ``obj`` into a new block; returns (block offset, payload
         length). Raises ArenaFullError when it does not fit, TypeError for a
         tensor that cannot travel (sparse, nested, quantized), and whatever
@@ -270,7 +270,7 @@ class WorkerArena:
             for rel, nbytes, kind, src in state.items:
                 if nbytes:
                     self._write_array(p + base + rel, nbytes, kind, src)
-            struct.pack_into(_HEADER_FMT, mm, off, 1, 0, need, payload)
+            struct.pack_into(_HEADER_FMT, mm, off, 1, tag & 0xFFFFFFFF, need, payload)
         except BaseException:
             self._blocks.remove((off, need))
             raise
@@ -372,14 +372,23 @@ class ArenaView:
         self._mm: mmap.mmap | None = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         self.size = size
         self._live: dict[int, weakref.finalize] = {}
+        self._history: dict[int, tuple[int | None, int]] = {}  # offset -> (tag, length) last loaded
 
-    def load(self, offset: int, length: int) -> Any:
+    def load(self, offset: int, length: int, tag: int | None = None) -> Any:
         """The sample in the block at ``offset`` (payload ``length`` bytes)."""
         mm = self._mm
         if mm is None:
             raise ValueError("the arena view is closed")
         if offset < 0 or offset % ALIGN or length < _PICKLE_AT or offset + HEADER + length > self.size:
             raise ValueError(f"bad block: offset {offset}, payload length {length}, arena size {self.size}")
+        state, btag, _, blen = struct.unpack_from(_HEADER_FMT, mm, offset)
+        if state != 1 or blen != length or (tag is not None and btag != tag & 0xFFFFFFFF):
+            raise RuntimeError(
+                f"minatoloader: internal error: the arena block at {offset} is not the one replied "
+                f"(state {state}, tag {btag} want {None if tag is None else tag & 0xFFFFFFFF}, "
+                f"length {blen} want {length}); loaded here before: {self._history.get(offset)}"
+            )
+        self._history[offset] = (tag, length)
         p = offset + HEADER
         (plen,) = struct.unpack_from(_LEN_FMT, mm, p)
         if _PICKLE_AT + plen > length:

@@ -316,7 +316,7 @@ def worker_main(
                 if seed_per_sample:
                     _seed_sample(seed)
                 sample = dataset[index]
-                offset, length = arena.put(sample, f"sample {index}")
+                offset, length = arena.put(sample, f"sample {index}", seq)
                 del sample
                 reply = _pack_reply(STATUS_OK, seq, offset, length)
             elif kind == KIND_NEXT and mode == "iterable":
@@ -335,7 +335,7 @@ def worker_main(
                 if not items or (exhausted and drop_last and len(items) < count):
                     reply = _pack_reply(STATUS_EXHAUSTED, seq)
                 else:
-                    offset, length = arena.put(items, f"{len(items)} items of the iterator")
+                    offset, length = arena.put(items, f"{len(items)} items of the iterator", seq)
                     reply = _pack_reply(STATUS_OK, seq, offset, length)
                 del items
             elif kind == KIND_RESET and mode == "iterable":
