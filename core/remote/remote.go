@@ -444,7 +444,7 @@ func (p *Pool) Abandon(resume any) {
 	}
 	var r reply
 	if !p.abandon(cl, &r) && r.err == nil {
-		p.free(cl.w, r.offset)
+		p.free(cl.w, r.offset, cl.seq)
 	}
 }
 
@@ -460,17 +460,24 @@ func (p *Pool) DropTicket(fields [][]byte) {
 	if id >= uint64(len(p.workers)) {
 		return
 	}
-	p.free(p.workers[id], binary.LittleEndian.Uint64(t[8:]))
+	p.free(p.workers[id], binary.LittleEndian.Uint64(t[8:]), binary.LittleEndian.Uint64(t[24:]))
 }
 
-// free writes 0 to the state word of the block at off in w's arena.
-func (p *Pool) free(w *worker, off uint64) {
+// free writes 0 to the state word of the block at off in w's arena, if
+// the block still is the reply to GET seq (its header carries the low 32
+// bits of seq): a free must never release a block the worker has reused.
+func (p *Pool) free(w *worker, off, seq uint64) {
 	p.arenaMu.RLock()
 	defer p.arenaMu.RUnlock()
 	if p.unmapped || !validBlock(w.arena, off, 0) {
 		return
 	}
-	atomic.StoreUint32((*uint32)(unsafe.Pointer(&w.arena[off])), 0)
+	state := (*uint32)(unsafe.Pointer(&w.arena[off]))
+	tag := (*uint32)(unsafe.Pointer(&w.arena[off+4]))
+	if atomic.LoadUint32(state) != 1 || atomic.LoadUint32(tag) != uint32(seq) {
+		return
+	}
+	atomic.StoreUint32(state, 0)
 }
 
 func validBlock(arena []byte, off, length uint64) bool {
@@ -581,7 +588,7 @@ func (p *Pool) read(w *worker) {
 		if cl.abandoned {
 			w.mu.Unlock()
 			if r.err == nil {
-				p.free(w, r.offset)
+				p.free(w, r.offset, m.seq)
 			}
 		} else {
 			cl.done <- r

@@ -140,12 +140,13 @@ func le(vals ...uint64) []byte {
 func u32pair(kind, status uint32) uint64 { return uint64(kind) | uint64(status)<<32 }
 
 // alloc takes the first free slot and writes its header (state 1 last).
-func (f *fake) alloc(index int64) (off, length uint64, ok bool) {
+func (f *fake) alloc(index int64, seq uint64) (off, length uint64, ok bool) {
 	length = 8 + uint64(index%5)*8
 	for off = 0; off+fakeSlot <= fakeArena; off += fakeSlot {
 		if f.state(off) != 0 {
 			continue
 		}
+		binary.LittleEndian.PutUint32(f.arena[off+4:], uint32(seq)) // the tag: the GET's seq
 		binary.LittleEndian.PutUint64(f.arena[off+8:], fakeSlot)
 		binary.LittleEndian.PutUint64(f.arena[off+16:], length)
 		binary.LittleEndian.PutUint64(f.arena[off+64:], uint64(index))
@@ -218,7 +219,7 @@ func (f *fake) run(id int) {
 				return
 			}
 		default:
-			off, length, ok := f.alloc(g.index)
+			off, length, ok := f.alloc(g.index, g.seq)
 			if !ok {
 				panic("fake worker: arena full")
 			}

@@ -107,3 +107,32 @@ func TestLimitCPU(t *testing.T) {
 		})
 	}
 }
+
+// A free names the reply it was made for: a ticket whose block the worker
+// has since reused for another GET frees nothing.
+func TestStaleDropFreesNothing(t *testing.T) {
+	p, fakes := startPool(t, fakeOpts{})
+	waitFor(t, "HELLO", func() bool { return p.Ready() == 1 })
+	s1, err := load(p, ctxFor(0, 1, time.Time{}), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := append([]byte(nil), s1.Fields[0].Data...)
+	p.DropTicket([][]byte{stale})
+	s2, err := load(p, ctxFor(0, 2, time.Time{}), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1, t2 := ticketOf(&s1), ticketOf(&s2)
+	if t1.offset != t2.offset {
+		t.Fatalf("the fake did not reuse the block (%d, %d)", t1.offset, t2.offset)
+	}
+	p.DropTicket([][]byte{stale}) // late, for the old reply
+	if st := fakes[0].state(t2.offset); st != 1 {
+		t.Fatalf("a stale free released the reused block (state %d)", st)
+	}
+	p.DropTicket([][]byte{s2.Fields[0].Data})
+	if st := fakes[0].state(t2.offset); st != 0 {
+		t.Fatalf("the block's own free did not release it (state %d)", st)
+	}
+}

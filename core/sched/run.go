@@ -298,7 +298,7 @@ func (r *epochRun) slowWorker() {
 func (r *epochRun) resume(ctx *pipeline.Ctx, it *item) {
 	l := r.l
 	if r.wctx.Err() != nil {
-		l.putBuf(it.buf)
+		r.discard(it) // a remote source frees what it holds for the sample
 		return
 	}
 	start := time.Now()

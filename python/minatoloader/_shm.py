@@ -305,10 +305,28 @@ class WorkerArena:
                 pass
 
 
-def _free_block(mm: mmap.mmap, offset: int, live: dict[int, Any]) -> None:
-    """Marks a block free (the finalizer of its owner); never raises."""
-    live.pop(offset, None)
+# Frees that found their block already given back and reused (counted; a
+# free only ever clears the block it was made for).
+stale_frees = 0
+
+
+def _free_block(mm: mmap.mmap, offset: int, live: dict[int, Any], pid: int, tag: int | None, fin: Any) -> None:
+    """Marks a block free (the finalizer of its owner); never raises. Only in
+    the process that loaded it: a forked child (a worker started while this
+    process held samples) inherits the owners, and its garbage collector
+    must not free the parent's blocks through the shared mapping. Only if the
+    header still carries the tag it was loaded with: a free that comes after
+    the block was given back and reused must not release the new sample."""
+    global stale_frees
+    if os.getpid() != pid:
+        return
+    if live.get(offset) is fin[0]:
+        del live[offset]
     try:
+        state, btag = struct.unpack_from("<II", mm, offset)
+        if state != 1 or (tag is not None and btag != tag & 0xFFFFFFFF):
+            stale_frees += 1
+            return
         struct.pack_into(_STATE_FMT, mm, offset, 0)
     except Exception:  # a closed mapping: nothing to give back to
         pass
@@ -372,6 +390,7 @@ class ArenaView:
         self._mm: mmap.mmap | None = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         self.size = size
         self._live: dict[int, weakref.finalize] = {}
+        self._pid = os.getpid()
         self._history: dict[int, tuple[int | None, int]] = {}  # offset -> (tag, length) last loaded
 
     def load(self, offset: int, length: int, tag: int | None = None) -> Any:
@@ -399,6 +418,11 @@ class ArenaView:
         finally:
             owner, u.owner = u.owner, None
             u._made.clear()
+            # The C unpickler holds itself in a cycle (its persistent_load
+            # bound method) and its memo holds the sample: clear the memo so
+            # the block is given back when the caller drops the sample, not
+            # at the next cyclic collection.
+            u.memo.clear()
             if owner is None:
                 struct.pack_into(_STATE_FMT, mm, offset, 0)
             else:
@@ -409,7 +433,9 @@ class ArenaView:
                     raise RuntimeError(
                         f"minatoloader: internal error: the arena block at {offset} was reused while still in use"
                     )
-                self._live[offset] = weakref.finalize(owner, _free_block, mm, offset, self._live)
+                cell: list[Any] = [None]
+                cell[0] = weakref.finalize(owner, _free_block, mm, offset, self._live, self._pid, tag, cell)
+                self._live[offset] = cell[0]
                 del owner
         return obj
 
