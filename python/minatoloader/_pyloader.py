@@ -28,6 +28,7 @@ import logging
 import multiprocessing
 import operator
 import os
+import queue
 import re
 import socket
 import threading
@@ -178,6 +179,44 @@ def _shutdown(conn: Any) -> None:
         conn.close()
     except OSError:
         pass
+
+
+def _background_collate(collate_fn: Any) -> Any:
+    """The collate function for the collator thread. torch's default_collate
+    stacks tensors with torch.stack, whose intra-op threads would compete
+    with the training thread's; the same result is built with one numpy
+    copy per sample instead (C-contiguous CPU tensors of one shape and a
+    numpy dtype; anything else goes to torch's own function). Other
+    collate functions run as they are."""
+    from torch.utils.data import _utils
+
+    if collate_fn is not _utils.collate.default_collate:
+        return collate_fn
+    import torch
+    from torch.utils.data._utils.collate import collate, collate_tensor_fn, default_collate_fn_map
+
+    def stack(batch: Any, *, collate_fn_map: Any = None) -> Any:
+        elem = batch[0]
+        shape, dtype = elem.shape, elem.dtype
+        if dtype in (torch.bfloat16,) or dtype.is_complex or not all(
+            type(t) is torch.Tensor and t.layout == torch.strided and t.device.type == "cpu" and t.shape == shape
+            and t.dtype == dtype and not t.requires_grad for t in batch
+        ):
+            return collate_tensor_fn(batch, collate_fn_map=collate_fn_map)
+        try:
+            out = torch.empty((len(batch), *shape), dtype=dtype)
+            np.stack([t.numpy() for t in batch], out=out.numpy())
+        except (TypeError, RuntimeError, ValueError):
+            return collate_tensor_fn(batch, collate_fn_map=collate_fn_map)
+        return out
+
+    fn_map = dict(default_collate_fn_map)
+    fn_map[torch.Tensor] = stack
+
+    def default_collate_numpy(batch: Any) -> Any:
+        return collate(batch, collate_fn_map=fn_map)
+
+    return default_collate_numpy
 
 
 class _one_thread:
@@ -365,6 +404,10 @@ class _EpochIter:
         self.own_pool = False
         self.own_go = False
         self._out = ctypes.c_uint64(0)  # a batch handle, written by C
+        self.collator: threading.Thread | None = None
+        self.stopping = threading.Event()
+        self.ready: queue.Queue[Any] = queue.Queue(maxsize=max(1, int(dl.prefetch_factor or 2)))
+        self.collate_bg = _background_collate(dl.collate_fn)
         self.iter_state: dict[str, Any] | None = None
         import torch
 
@@ -641,39 +684,100 @@ class _EpochIter:
         return self.collate(dl.dataset[b[0]])
 
     def _next_map(self) -> Any:
-        self._top_up()
+        """The next batch, collated by the collator thread: this thread only
+        feeds the core and hands over what is ready (torch's main process
+        likewise receives batches its workers collated)."""
+        if self.collator is None:
+            self.collator = threading.Thread(
+                target=_EpochIter._collate_loop,
+                args=(weakref.ref(self), self.ready, self.stopping),
+                name="minatoloader-collate",
+                daemon=True,
+            )
+            self.collator.start()
         deadline = time.monotonic() + self.timeout if self.timeout > 0 else None
         while True:
+            self._top_up()
             wait = _POLL_S if deadline is None else min(_POLL_S, deadline - time.monotonic())
             if wait <= 0:
                 raise RuntimeError(f"DataLoader timed out after {self.timeout} seconds")
             try:
-                rc = _native.loader_next_to(self.go, max(0, int(wait * 1000)), self._out)
-            except SampleError as e:
-                exc = _reraise(e, self.pool)
-                self.close()
-                raise exc from None
-            if rc == _native.OK:
-                break
-            if rc == _native.END_OF_EPOCH:
+                item = self.ready.get(timeout=wait)
+            except queue.Empty:
+                continue
+            if item is None:
                 self._finish()
-        h = int(self._out.value)
+            if isinstance(item, BaseException):
+                self.close()
+                raise item
+            indices, data = item
+            self.delivered.extend(indices)
+            return data
+
+    @staticmethod
+    def _collate_loop(ref: Any, ready: queue.Queue[Any], stopping: threading.Event) -> None:
+        """The collator thread: takes built batches from the core, loads
+        their samples from the arenas and collates, keeping at most
+        prefetch_factor batches ready; errors are handed over in order. It
+        holds the iterator only weakly while it waits, so a `break` out of
+        the loop still frees the iterator (and stops its workers)."""
+        while not stopping.is_set():
+            it = ref()
+            if it is None:
+                return
+            item = it._produce()
+            del it
+            while not stopping.is_set():
+                try:
+                    ready.put(item, timeout=_POLL_S)
+                    break
+                except queue.Full:
+                    if ref() is None:
+                        return
+            if item is None or isinstance(item, BaseException):
+                return
+
+    def _produce(self) -> Any:
+        """One batch (indices, collated data); None at the end of the epoch;
+        the exception to raise in the main thread on failure."""
         try:
-            info = _native.batch_info(h)
-            n = int(info.num_samples)
-            indices = [int(info.indices[k]) for k in range(n)]
-            f = _native.batch_field(h, 0)
-            tickets = np.frombuffer((ctypes.c_char * int(f.bytes)).from_address(int(f.data)), dtype=np.int64).reshape(n, 4).copy()
-        finally:
-            self._release_handle()
-        self.received += n
-        self.delivered.extend(indices)
-        assert self.pool is not None
-        with _one_thread(self.torch):
-            samples = [self.pool.views[int(w)].load(int(off), int(ln), int(seq)) for w, off, ln, seq in tickets]
+            while True:
+                if self.stopping.is_set():
+                    return None
+                try:
+                    rc = _native.loader_next_to(self.go, int(_POLL_S * 1000), self._out)
+                except SampleError as e:
+                    return _reraise(e, self.pool)
+                if rc == _native.OK:
+                    break
+                if rc == _native.END_OF_EPOCH:
+                    return None
+            h = int(self._out.value)
+            try:
+                info = _native.batch_info(h)
+                n = int(info.num_samples)
+                indices = [int(info.indices[k]) for k in range(n)]
+                f = _native.batch_field(h, 0)
+                tickets = np.frombuffer((ctypes.c_char * int(f.bytes)).from_address(int(f.data)), dtype=np.int64)
+                tickets = tickets.reshape(n, 4).copy()
+            finally:
+                self._release_handle()
+            self.received += n
+            pool = self.pool
+            assert pool is not None
+            samples = [pool.views[int(w)].load(int(off), int(ln), int(seq)) for w, off, ln, seq in tickets]
             if self.auto:
-                return self.collate(samples)
-            return self.collate(samples[0])
+                return indices, self.collate_bg(samples)
+            return indices, self.collate_bg(samples[0])
+        except BaseException as e:  # noqa: BLE001 - handed to the main thread
+            # Without its traceback (whose frames hold this iterator), with
+            # the traceback's text kept as a note.
+            import traceback
+
+            text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+            if hasattr(e, "add_note"):
+                e.add_note("in the minatoloader collate thread:\n" + text)
+            return e.with_traceback(None)
 
     # -- iterable, round-robin as torch
     def _seq(self) -> int:
@@ -768,7 +872,13 @@ class _EpochIter:
         """Stops this epoch: its own Go loader and workers (persistent ones
         stay with the DataLoader)."""
         self.done = True
-        self._release_handle()
+        self.stopping.set()
+        t = self.collator
+        if t is not None and t is not threading.current_thread():
+            t.join()
+            self.collator = None
+        if t is None or t is not threading.current_thread():
+            self._release_handle()
         if self.go is not None:
             if self.own_go:
                 try:
