@@ -181,7 +181,7 @@ def _shutdown(conn: Any) -> None:
         pass
 
 
-def _background_collate(collate_fn: Any) -> Any:
+def _background_collate(collate_fn: Any, pool: Any) -> Any:
     """The collate function for the collator thread. torch's default_collate
     stacks tensors with torch.stack, whose intra-op threads would compete
     with the training thread's; the same result is built with one numpy
@@ -204,7 +204,10 @@ def _background_collate(collate_fn: Any) -> Any:
         ):
             return collate_tensor_fn(batch, collate_fn_map=collate_fn_map)
         try:
-            out = torch.empty((len(batch), *shape), dtype=dtype)
+            full = (len(batch), *shape)
+            out = pool.empty(full, dtype) if pool is not None else None
+            if out is None:
+                out = torch.empty(full, dtype=dtype)
             np.stack([t.numpy() for t in batch], out=out.numpy())
         except (TypeError, RuntimeError, ValueError):
             return collate_tensor_fn(batch, collate_fn_map=collate_fn_map)
@@ -333,8 +336,16 @@ class PythonLoading:
         self.base_seed: int | None = None  # persistent workers' seed
         self.resume: dict[str, Any] | None = None
         self._current: Any = None  # weakref to the running _EpochIter
+        self._batch_pool: Any = None
         self.last_stats: dict[str, Any] = {}
         self.closed = False
+
+    def batch_pool(self) -> "_shm.BatchPool":
+        """The reused output memory of collated batches (address space; pages
+        are used as batches need them), shared by this loader's epochs."""
+        if self._batch_pool is None:
+            self._batch_pool = _shm.BatchPool(int(self.opts.get("batch_pool_bytes") or 1 << 30))
+        return self._batch_pool
 
     @property
     def current(self) -> "_EpochIter | None":
@@ -407,7 +418,7 @@ class _EpochIter:
         self.collator: threading.Thread | None = None
         self.stopping = threading.Event()
         self.ready: queue.Queue[Any] = queue.Queue(maxsize=max(1, int(dl.prefetch_factor or 2)))
-        self.collate_bg = _background_collate(dl.collate_fn)
+        self.collate_bg = _background_collate(dl.collate_fn, st.batch_pool())
         self.iter_state: dict[str, Any] | None = None
         import torch
 

@@ -24,6 +24,7 @@ import struct
 import sys
 import weakref
 from bisect import insort
+from collections import deque
 from typing import Any
 
 import numpy as np
@@ -463,3 +464,51 @@ class ArenaView:
                 mm.close()
             except BufferError:
                 pass
+
+
+class BatchPool:
+    """Output memory for collated batches, reused: fresh 19 MB allocations
+    fault in every page again (torch.stack of a 3x224x224 float batch: 9.6 ms
+    into new memory against 1.4 ms into memory used before). A private
+    anonymous mapping, first fit; a block returns when the last tensor
+    viewing it dies (weakref.finalize on its owner; the finalizer only
+    queues the offset, so it may run on any thread). ``empty`` returns None
+    when nothing fits (the user holds many batches): the caller allocates
+    normally then. Only the collator thread allocates."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._mm: mmap.mmap | None = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+        self._live: dict[int, int] = {}  # offset -> bytes
+        self._freed: deque[int] = deque()
+
+    def empty(self, shape: tuple[int, ...], dtype: Any) -> Any:
+        import torch
+
+        mm = self._mm
+        if mm is None:
+            return None
+        numel = 1
+        for d in shape:
+            numel *= int(d)
+        nbytes = numel * torch.empty((), dtype=dtype).element_size()
+        if nbytes == 0:
+            return None
+        need = _align(nbytes)
+        while self._freed:
+            self._live.pop(self._freed.popleft(), None)
+        at = 0
+        for off in sorted(self._live):
+            if off - at >= need:
+                break
+            at = off + self._live[off]
+        if self.size - at < need:
+            return None
+        self._live[at] = need
+        owner = (ctypes.c_char * need).from_buffer(mm, at)
+        weakref.finalize(owner, self._freed.append, at)
+        return torch.frombuffer(owner, dtype=dtype, count=numel).view(shape)
+
+    def close(self) -> None:
+        """Drops the mapping; tensors still viewing it keep it alive."""
+        self._mm = None
