@@ -173,8 +173,9 @@ class RSSSampler(threading.Thread):
 def make_loader(a, ds):
     g = torch.Generator()
     g.manual_seed(a.seed)
+    in_order = a.in_order or (a.loader == "torch" and a.torch_in_order)
     kwargs = dict(batch_size=a.batch, shuffle=True, num_workers=a.workers, generator=g, drop_last=False,
-                  in_order=a.in_order)
+                  in_order=in_order)
     if a.loader == "torch":
         return torch.utils.data.DataLoader(ds, **kwargs)
     from minatoloader import DataLoader as MLDataLoader
@@ -250,6 +251,8 @@ def spawn(a, loader: str, workload: str, workers: int, step_ms: float | None) ->
         cmd += ["--step-ms", repr(step_ms)]
     if a.in_order:
         cmd += ["--in-order"]
+    if a.torch_in_order:
+        cmd += ["--torch-in-order"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
     if p.returncode != 0:
         return {"error": (p.stderr or p.stdout)[-3000:]}
@@ -324,6 +327,9 @@ def main() -> None:
                     help="consumer step per batch; default 0.8 x batch / torch's uniform images/s, per worker count")
     ap.add_argument("--calib-runs", type=int, default=2, help="torch uniform runs per worker count to set the step (best)")
     ap.add_argument("--in-order", action="store_true", help="in_order=True for both loaders (default False)")
+    ap.add_argument("--torch-in-order", action="store_true",
+                    help="torch keeps its default in_order=True (ours stays in_order=False): what a user "
+                         "switching loaders sees")
     ap.add_argument("--torch-only", action="store_true")
     ap.add_argument("--ours-only", action="store_true")
     ap.add_argument("--quick", action="store_true", help="smoke run: n=64, workers 2, longtail-sleep, one calibration run")
@@ -367,7 +373,7 @@ def run(a, workers: list[int], names: list[str], loaders: tuple) -> None:
     cores = os.cpu_count() or 1
     tails = sum(1 for i in range(a.n) if i % TAIL_EVERY == TAIL_AT)
     print(f"# {cores} cores, {a.n} JPEGs (160-640 x 160-640, q90) in {a.data}, batch {a.batch}, workers {workers}, "
-          f"repeats {a.repeats}, in_order={a.in_order}; load average {os.getloadavg()[0]:.2f} (other work skews times)")
+          f"repeats {a.repeats}, in_order={a.in_order}{' (torch: True)' if a.torch_in_order else ''}; load average {os.getloadavg()[0]:.2f} (other work skews times)")
     print(f"# median sample (decode + transforms, 1 thread): {med * 1000:.2f} ms; long tail: {tails} of {a.n} indices "
           f"(index % {TAIL_EVERY} == {TAIL_AT}), sleep {a.tail_sleep_ms:.1f} ms or {TAIL_FACTOR - 1} extra loads", flush=True)
 
