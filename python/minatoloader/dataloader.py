@@ -89,6 +89,31 @@ def _native_equivalent(dataset: Any) -> Dataset[Any] | None:
     return None
 
 
+def _check_worker_args(num_workers: Any, timeout: Any, prefetch_factor: int | None, persistent_workers: bool) -> int | None:
+    """torch's checks of the worker arguments, with torch's messages; returns
+    prefetch_factor with torch's default (2 with workers)."""
+    if isinstance(num_workers, bool) or not isinstance(num_workers, numbers.Integral):
+        raise TypeError(f"num_workers option should be an int, got {type(num_workers).__name__}")
+    if num_workers < 0:
+        raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+    if not isinstance(timeout, numbers.Real):
+        raise TypeError(f"timeout option should be a number of seconds, got {type(timeout).__name__}")
+    if timeout < 0:
+        raise ValueError("timeout option should be non-negative")
+    if num_workers == 0 and prefetch_factor is not None:
+        raise ValueError(
+            "prefetch_factor option could only be specified in multiprocessing."
+            "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None."
+        )
+    elif num_workers > 0 and prefetch_factor is None:
+        prefetch_factor = 2
+    elif prefetch_factor is not None and prefetch_factor < 0:
+        raise ValueError("prefetch_factor option should be non-negative")
+    if persistent_workers and num_workers == 0:
+        raise ValueError("persistent_workers option needs num_workers > 0")
+    return prefetch_factor
+
+
 class DataLoader(Generic[_T_co]):
     """A drop-in for ``torch.utils.data.DataLoader``.
 
@@ -171,25 +196,7 @@ class DataLoader(Generic[_T_co]):
             dataset = native
             self.path = "torchvision->native"
         # The checks torch makes, with torch's messages.
-        if isinstance(num_workers, bool) or not isinstance(num_workers, numbers.Integral):
-            raise TypeError(f"num_workers option should be an int, got {type(num_workers).__name__}")
-        if num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
-        if not isinstance(timeout, numbers.Real):
-            raise TypeError(f"timeout option should be a number of seconds, got {type(timeout).__name__}")
-        if timeout < 0:
-            raise ValueError("timeout option should be non-negative")
-        if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError(
-                "prefetch_factor option could only be specified in multiprocessing."
-                "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None."
-            )
-        elif num_workers > 0 and prefetch_factor is None:
-            prefetch_factor = 2
-        elif prefetch_factor is not None and prefetch_factor < 0:
-            raise ValueError("prefetch_factor option should be non-negative")
-        if persistent_workers and num_workers == 0:
-            raise ValueError("persistent_workers option needs num_workers > 0")
+        prefetch_factor = _check_worker_args(num_workers, timeout, prefetch_factor, persistent_workers)
 
         # Arguments not supported yet: refuse rather than ignore.
         if sampler is not None:
@@ -441,23 +448,7 @@ class DataLoader(Generic[_T_co]):
         from torch.utils.data import BatchSampler, IterableDataset, RandomSampler, SequentialSampler
         from torch.utils.data._utils.collate import default_collate, default_convert
 
-        if isinstance(num_workers, bool) or not isinstance(num_workers, numbers.Integral):
-            raise TypeError(f"num_workers option should be an int, got {type(num_workers).__name__}")
-        if num_workers < 0:
-            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
-        if timeout < 0:
-            raise ValueError("timeout option should be non-negative")
-        if num_workers == 0 and prefetch_factor is not None:
-            raise ValueError(
-                "prefetch_factor option could only be specified in multiprocessing."
-                "let num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to None."
-            )
-        elif num_workers > 0 and prefetch_factor is None:
-            prefetch_factor = 2
-        elif prefetch_factor is not None and prefetch_factor < 0:
-            raise ValueError("prefetch_factor option should be non-negative")
-        if persistent_workers and num_workers == 0:
-            raise ValueError("persistent_workers option needs num_workers > 0")
+        prefetch_factor = _check_worker_args(num_workers, timeout, prefetch_factor, persistent_workers)
 
         if isinstance(dataset, IterableDataset):
             kind = "iterable"
