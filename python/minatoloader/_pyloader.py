@@ -419,7 +419,6 @@ class _EpochIter:
         self.stopping = threading.Event()
         self.ready: queue.Queue[Any] = queue.Queue(maxsize=max(1, int(dl.prefetch_factor or 2)))
         self.collate_bg = _background_collate(dl.collate_fn, st.batch_pool())
-        self.iter_state: dict[str, Any] | None = None
         import torch
 
         resume, st.resume = st.resume, None
@@ -865,8 +864,8 @@ class _EpochIter:
             with _one_thread(self.torch):
                 items = self.pool.views[wid].load(off, ln, rseq)
                 if self.auto:
-                    return self.collate(items)
-                return self.collate(items[0])
+                    return self.collate_bg(items)
+                return self.collate_bg(items[0])
         self._finish()
 
     # ---------------------------------------------------------------- stop
