@@ -55,7 +55,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import torch
@@ -141,33 +140,8 @@ def median_sample_s(files: list[str], k: int = 48) -> float:
 
 
 # ------------------------------------------------------------ measurement
-class RSSSampler(threading.Thread):
-    """Samples the RSS of this process and its children every 20 ms."""
-
-    def __init__(self):
-        super().__init__(daemon=True)
-        import psutil
-
-        self.proc = psutil.Process()
-        self.peak = 0
-        self.stop = threading.Event()
-
-    def run(self):
-        import psutil
-
-        while not self.stop.is_set():
-            total = 0
-            try:
-                total = self.proc.memory_info().rss
-                for c in self.proc.children(recursive=True):
-                    try:
-                        total += c.memory_info().rss
-                    except psutil.Error:
-                        pass
-            except psutil.Error:
-                pass
-            self.peak = max(self.peak, total)
-            time.sleep(0.02)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from speech import RSSSampler  # noqa: E402  (the same sampler as the speech benchmark)
 
 
 def make_loader(a, ds):
