@@ -824,7 +824,6 @@ class _EpochIter:
             )
 
     def _worker_error(self, wid: int, text: Any, init: bool = False) -> BaseException:
-        assert self.pool is not None
         text = text if isinstance(text, str) else bytes(text).decode("utf-8", "replace")
         head, _, tb = text.partition("\n")
         module, _, qualname = head.partition(":")
@@ -858,8 +857,9 @@ class _EpochIter:
                 self.active[wid] = False
                 continue
             if status == 1:
+                err = self._worker_error(wid, text)  # before close(), which drops the pool
                 self.close()
-                raise self._worker_error(wid, text)
+                raise err
             self._put()
             with _one_thread(self.torch):
                 items = self.pool.views[wid].load(off, ln, rseq)
