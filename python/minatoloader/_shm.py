@@ -16,6 +16,7 @@ numpy is required; torch is imported only when a tensor is met.
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import io
 import mmap
 import os
@@ -63,15 +64,24 @@ def _align(n: int) -> int:
     return (n + ALIGN - 1) & ~(ALIGN - 1)
 
 
+# Seals of an arena: it can never shrink (a mapping's pages past the new end
+# would raise SIGBUS in the main process and in Go on the next touch), and
+# no further seal can be added (one that forbids writing would make Go's
+# mapping fail).
+_SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL
+
+
 def create_arena(size: int = DEFAULT_ARENA_BYTES) -> int:
     """Creates a memfd of ``size`` bytes (address space only: pages cost
-    memory once touched) and returns its fd. Close-on-exec: a worker opens it
-    as ``/proc/<parent pid>/fd/<fd>``."""
+    memory once touched), sealed against shrinking, and returns its fd.
+    Close-on-exec: a worker opens it as ``/proc/<parent pid>/fd/<fd>``; an
+    ``ftruncate`` to a smaller size fails with EPERM there too."""
     if size < HEADER + ALIGN:
         raise ValueError(f"arena size {size} is below the minimum of {HEADER + ALIGN} bytes")
-    fd = os.memfd_create("minatoloader-arena", os.MFD_CLOEXEC)
+    fd = os.memfd_create("minatoloader-arena", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         os.ftruncate(fd, size)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _SEALS)
     except BaseException:
         os.close(fd)
         raise
