@@ -67,6 +67,12 @@ type Config struct {
 	// starve the consumer; StartEpoch(e+1) adopts it.
 	PrefetchEpoch bool `json:"prefetch_epoch"`
 
+	// StopTimeoutMS bounds how long stopping an epoch (close, a new epoch)
+	// waits for a step that does not return (a read blocked in the kernel:
+	// a stuck network file system); past it the step's goroutine is
+	// abandoned and finishes on its own.
+	StopTimeoutMS int `json:"stop_timeout_ms"`
+
 	// Feed: the host supplies each epoch's order (ml_loader_feed) in whole
 	// batches of any size, instead of the core's sampler (a Python sampler
 	// or batch_sampler may be lazy or infinite). No epoch prefetch.
@@ -136,6 +142,27 @@ type Proc struct {
 	ArenaSize int64 `json:"arena_size"`
 }
 
+// Upper bounds of the sizes that reach an allocation. Go cannot recover
+// from a failed allocation (the runtime aborts the process), so every size
+// the core allocates from is bounded here, up front, and a value past its
+// bound is an error naming the option (docs/failure-modes.md).
+const (
+	// MaxBatchSize bounds batch_size (samples in one batch).
+	MaxBatchSize = 1 << 22
+	// MaxInflightLimit bounds max_inflight, given or derived: the lanes'
+	// queues are sized by it (8 bytes a slot, three queues).
+	MaxInflightLimit = 1 << 22
+	// MaxPrefetchBatches bounds prefetch_batches.
+	MaxPrefetchBatches = 1 << 16
+	// MaxWorkers bounds workers, max_workers and slow_workers (goroutines).
+	MaxWorkers = 4096
+	// MaxLength bounds a synthetic dataset's length (the sampler holds one
+	// int64 per index).
+	MaxLength = 1 << 31
+	// MaxSampleBytes bounds the bytes of one synthetic sample.
+	MaxSampleBytes = 1 << 31
+)
+
 // DatasetKinds are the values of dataset.kind.
 var DatasetKinds = []string{"synthetic", "image_folder", "file_list", "audio_folder", "npy_pairs", "python"}
 
@@ -161,6 +188,7 @@ func Default() Config {
 		PrefetchBatches:   2,
 		SlowMaxAge:        2,
 		PrefetchEpoch:     true,
+		StopTimeoutMS:     2000,
 		OnError:           "raise",
 		MaxSkipped:        -1,
 		Dataset: Dataset{
@@ -219,20 +247,20 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("config: option %q: %s", key, fmt.Sprintf(format, args...))
 	}
 	switch {
-	case c.BatchSize < 1:
-		return bad("batch_size", "must be >= 1, got %d", c.BatchSize)
+	case c.BatchSize < 1 || c.BatchSize > MaxBatchSize:
+		return bad("batch_size", "must be in [1, %d], got %d", MaxBatchSize, c.BatchSize)
 	case c.WorldSize < 1:
 		return bad("world_size", "must be >= 1, got %d", c.WorldSize)
 	case c.Rank < 0 || c.Rank >= c.WorldSize:
 		return bad("rank", "must be in [0, world_size=%d), got %d", c.WorldSize, c.Rank)
-	case c.Workers < 1:
-		return bad("workers", "must be >= 1, got %d", c.Workers)
-	case c.MaxWorkers < 0:
-		return bad("max_workers", "must be >= 0, got %d", c.MaxWorkers)
+	case c.Workers < 1 || c.Workers > MaxWorkers:
+		return bad("workers", "must be in [1, %d], got %d", MaxWorkers, c.Workers)
+	case c.MaxWorkers < 0 || c.MaxWorkers > MaxWorkers:
+		return bad("max_workers", "must be in [0, %d], got %d", MaxWorkers, c.MaxWorkers)
 	case c.MaxWorkers > 0 && c.MaxWorkers < c.Workers:
 		return bad("max_workers", "must be >= workers=%d, got %d", c.Workers, c.MaxWorkers)
-	case c.SlowWorkers < 0:
-		return bad("slow_workers", "must be >= 0, got %d", c.SlowWorkers)
+	case c.SlowWorkers < 0 || c.SlowWorkers > MaxWorkers:
+		return bad("slow_workers", "must be in [0, %d], got %d", MaxWorkers, c.SlowWorkers)
 	case c.ScaleIntervalMS < 1:
 		return bad("scale_interval_ms", "must be >= 1, got %d", c.ScaleIntervalMS)
 	case !finite(c.Alpha) || !finite(c.Beta):
@@ -251,10 +279,12 @@ func (c *Config) Validate() error {
 		return bad("fallback_quantile", "must be in [quantile, 1), got %v", c.FallbackQuantile)
 	case !(c.SlowFractionLimit > 0 && c.SlowFractionLimit <= 1):
 		return bad("slow_fraction_limit", "must be in (0, 1], got %v", c.SlowFractionLimit)
-	case c.PrefetchBatches < 1:
-		return bad("prefetch_batches", "must be >= 1, got %d", c.PrefetchBatches)
-	case c.MaxInflight < 0:
-		return bad("max_inflight", "must be >= 0, got %d", c.MaxInflight)
+	case c.PrefetchBatches < 1 || c.PrefetchBatches > MaxPrefetchBatches:
+		return bad("prefetch_batches", "must be in [1, %d], got %d", MaxPrefetchBatches, c.PrefetchBatches)
+	case c.MaxInflight < 0 || c.MaxInflight > MaxInflightLimit:
+		return bad("max_inflight", "must be in [0, %d] (0: derived), got %d", MaxInflightLimit, c.MaxInflight)
+	case c.StopTimeoutMS < 1 || c.StopTimeoutMS > 3_600_000:
+		return bad("stop_timeout_ms", "must be in [1, 3600000], got %d", c.StopTimeoutMS)
 	case c.SlowMaxAge < 0:
 		return bad("slow_max_age", "must be >= 0, got %d", c.SlowMaxAge)
 	case c.OnError != "raise" && c.OnError != "skip":
@@ -277,7 +307,11 @@ func (c *Config) Validate() error {
 		c.SlowWorkers = max(1, c.Workers/2)
 	}
 	if c.MaxInflight == 0 {
-		c.MaxInflight = c.BatchSize*(c.PrefetchBatches+2) + c.MaxWorkers + c.SlowWorkers
+		// Every term is bounded above, so this cannot overflow an int64;
+		// capped at the limit, and the check below names batch_size when
+		// even that cannot hold one batch.
+		d := int64(c.BatchSize)*int64(c.PrefetchBatches+2) + int64(c.MaxWorkers) + int64(c.SlowWorkers)
+		c.MaxInflight = int(min(d, MaxInflightLimit))
 	}
 	if c.MaxInflight < c.BatchSize {
 		return bad("max_inflight", "must be >= batch_size=%d, got %d", c.BatchSize, c.MaxInflight)
@@ -318,8 +352,8 @@ func (d *Dataset) validate() error {
 	if d.Kind != "synthetic" {
 		return nil // package datasets checks the rest, with the files at hand
 	}
-	if d.Length < 0 {
-		return bad("length", "must be >= 0, got %d", d.Length)
+	if d.Length < 0 || d.Length > MaxLength {
+		return bad("length", "must be in [0, %d], got %d", int64(MaxLength), d.Length)
 	}
 	if len(d.Shape) > 7 {
 		return bad("shape", "at most 7 dimensions, got %d", len(d.Shape))
@@ -331,11 +365,16 @@ func (d *Dataset) validate() error {
 		}
 		elems *= s
 		if elems > 1<<31 {
-			return bad("shape", "a sample of more than 2^31 elements")
+			return bad("shape", "a sample of more than 2^31 elements (more than %d bytes)", int64(MaxSampleBytes))
 		}
 	}
-	if _, ok := DTypes[d.DType]; !ok {
+	dt, ok := DTypes[d.DType]
+	if !ok {
 		return bad("dtype", "unknown dtype %q (known: %s)", d.DType, dtypeNames())
+	}
+	if elems*int64(dt.Size()) > MaxSampleBytes {
+		return bad("shape", "a sample of %d %s elements is %d bytes, more than the limit of %d",
+			elems, d.DType, elems*int64(dt.Size()), int64(MaxSampleBytes))
 	}
 	switch {
 	case !(d.LightCostUS >= 0) || math.IsInf(d.LightCostUS, 0):

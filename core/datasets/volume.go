@@ -59,7 +59,9 @@ func (s *volumeSource) augment(c *pipeline.Ctx, smp *pipeline.Sample) error {
 	}
 	for k, v := range []*volume.Volume{img, lbl} {
 		f := &smp.Fields[k]
-		f.Data, f.Shape = v.Data, int64s(v.Shape)
+		// The file's own dtype, not the spec's: a label of another dtype
+		// than the first file's is then caught before batching.
+		f.DType, f.Data, f.Shape = dtypeOf(v.DType), v.Data, int64s(v.Shape)
 	}
 	return nil
 }

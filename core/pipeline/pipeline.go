@@ -126,3 +126,10 @@ func NewSample(specs []batch.FieldSpec) Sample {
 type Dropper interface {
 	Drop(s *Sample, finished bool)
 }
+
+// Pather is implemented by sources whose samples come from files: Path
+// names the file (or files, comma-separated) of sample index, so that a
+// sample's error names what to fix. Safe for concurrent use.
+type Pather interface {
+	Path(index int64) string
+}

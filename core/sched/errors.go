@@ -3,6 +3,7 @@ package sched
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrClosed is returned by calls on a closed Loader.
@@ -15,12 +16,17 @@ var ErrNoEpoch = errors.New("no epoch started: call StartEpoch first")
 // it belonged to is over.
 type SampleError struct {
 	Index int64  // dataset index of the sample
-	Step  string // name of the failing step ("load" for the source)
+	Path  string // the sample's file(s) when the source has files (pipeline.Pather), else ""
+	Step  string // name of the failing step ("load" for the source, "batch" for the batching checks)
 	Err   error
 }
 
 func (e *SampleError) Error() string {
-	return fmt.Sprintf("sample %d: step %q: %v", e.Index, e.Step, e.Err)
+	msg := e.Err.Error()
+	if e.Path != "" && !strings.Contains(msg, e.Path) {
+		return fmt.Sprintf("sample %d (%s): step %q: %s", e.Index, e.Path, e.Step, msg)
+	}
+	return fmt.Sprintf("sample %d: step %q: %s", e.Index, e.Step, msg)
 }
 
 func (e *SampleError) Unwrap() error { return e.Err }

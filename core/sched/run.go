@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/minatoloader/minatoloader/core/batch"
+	"github.com/minatoloader/minatoloader/core/config"
 	"github.com/minatoloader/minatoloader/core/pipeline"
 	"github.com/minatoloader/minatoloader/core/scale"
 )
@@ -74,7 +75,13 @@ type epochRun struct {
 func (l *Loader) newRun(epoch int64, f *feed) *epochRun {
 	ctx, cancel := context.WithCancel(context.Background())
 	wctx, wcancel := context.WithCancel(ctx)
+	// The lanes' queues hold at most the samples in flight: MaxInflight,
+	// or fewer when the whole order is known and shorter (their buffers
+	// are allocated here, 8 bytes a slot).
 	c := l.cfg.MaxInflight
+	if n, closed := f.count(); closed {
+		c = min(c, max(n, 1))
+	}
 	return &epochRun{
 		l: l, epoch: epoch, feed: f,
 		ctx: ctx, cancel: cancel, wctx: wctx, wcancel: wcancel,
@@ -133,9 +140,39 @@ func (r *epochRun) startScaler() {
 }
 
 // stop cancels the run, waits for its goroutines and frees what they left.
+// The wait is bounded by the loader's stop grace: a goroutine inside a step
+// that ignores cancellation (a read that never returns: a stuck network
+// file system) is abandoned, counted in the stats, and left to finish on
+// its own; what it and the rest of the run leave is freed when the last of
+// them returns. stop never blocks longer than the grace.
 func (r *epochRun) stop() {
 	r.cancel()
-	r.wg.Wait()
+	done := make(chan struct{})
+	liveGoroutines.Add(1)
+	go func() {
+		defer liveGoroutines.Add(-1)
+		r.wg.Wait()
+		close(done)
+	}()
+	grace := r.l.stopGrace
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-done:
+		r.release()
+	case <-t.C:
+		r.l.st.abandoned.Add(1)
+		liveGoroutines.Add(1)
+		go func() {
+			defer liveGoroutines.Add(-1)
+			<-done
+			r.release()
+		}()
+	}
+}
+
+// release frees what a stopped run's goroutines left in its queues.
+func (r *epochRun) release() {
 	r.drainQueues()
 	for {
 		select {
@@ -259,7 +296,7 @@ func (r *epochRun) fastWorker(id int) {
 				break // re-run this step from its start on the slow lane
 			}
 			if err != nil {
-				it.err = &SampleError{Index: it.smp.Index, Step: l.steps[it.next].Name, Err: err}
+				it.err = l.sampleError(it.smp.Index, l.steps[it.next].Name, err)
 				it.next = len(l.steps)
 				break
 			}
@@ -279,6 +316,7 @@ func (r *epochRun) fastWorker(id int) {
 		if it.err == nil {
 			l.est.Observe(it.elapsed, false)
 			l.st.fastDone.Add(1)
+			r.check(it)
 		}
 		r.fast <- it
 	}
@@ -305,7 +343,7 @@ func (r *epochRun) resume(ctx *pipeline.Ctx, it *item) {
 	for it.next < len(l.steps) {
 		ctx.Reset(l.cfg.Seed, r.epoch, it.smp.Index, it.next, time.Time{})
 		if err := l.steps[it.next].Fn(ctx, &it.smp); err != nil {
-			it.err = &SampleError{Index: it.smp.Index, Step: l.steps[it.next].Name, Err: err}
+			it.err = l.sampleError(it.smp.Index, l.steps[it.next].Name, err)
 			break
 		}
 		it.next++
@@ -315,6 +353,7 @@ func (r *epochRun) resume(ctx *pipeline.Ctx, it *item) {
 	if it.err == nil {
 		l.est.Observe(it.elapsed, true)
 		l.st.slowDone.Add(1)
+		r.check(it)
 	}
 	r.slow <- it // never blocks: capacity MaxInflight
 }
@@ -346,6 +385,39 @@ func (r *epochRun) failWith(err error) {
 	}
 }
 
+// check rejects a finished sample whose fields cannot be batched (their
+// count, dtype, rank or a fixed size differ from the source's specs): it
+// fails like any other sample, before the builder places it, so that
+// on_error=skip decides on it and the message names the sample.
+func (r *epochRun) check(it *item) {
+	if err := r.l.fitsSpecs(it.smp.Fields); err != nil {
+		it.err = r.l.sampleError(it.smp.Index, "batch", err)
+	}
+}
+
+// fitsSpecs checks a finished sample's fields against the source's specs.
+func (l *Loader) fitsSpecs(fields []pipeline.Array) error {
+	if len(fields) != len(l.specs) {
+		return fmt.Errorf("%d fields, the source declares %d", len(fields), len(l.specs))
+	}
+	for k, spec := range l.specs {
+		if err := fits(spec, fields[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sampleError is sample index's error at step, naming its file when the
+// source has files.
+func (l *Loader) sampleError(index int64, step string, err error) *SampleError {
+	e := &SampleError{Index: index, Step: step, Err: err}
+	if p, ok := l.src.(pipeline.Pather); ok {
+		e.Path = p.Path(index)
+	}
+	return e
+}
+
 // build allocates batch seq and copies rows into it, then recycles the
 // rows' buffers (also on error). A field declared with variable
 // dimensions (-1) gets, in each of them, the largest size among the rows;
@@ -357,13 +429,14 @@ func (r *epochRun) build(seq int64, rows []*item) (*batch.Batch, error) {
 	for k, spec := range specs {
 		var shape []int64
 		for _, it := range rows {
+			// Every row passed check(); this guards the copy below.
 			if len(it.smp.Fields) != len(specs) {
-				return nil, &SampleError{Index: it.smp.Index, Step: "batch", Err: fmt.Errorf(
-					"%d fields, the source declares %d", len(it.smp.Fields), len(specs))}
+				return nil, r.l.sampleError(it.smp.Index, "batch", fmt.Errorf(
+					"%d fields, the source declares %d", len(it.smp.Fields), len(specs)))
 			}
 			f := it.smp.Fields[k]
 			if err := fits(spec, f); err != nil {
-				return nil, &SampleError{Index: it.smp.Index, Step: "batch", Err: err}
+				return nil, r.l.sampleError(it.smp.Index, "batch", err)
 			}
 			if shape == nil {
 				shape = slices.Clone(f.Shape)
@@ -408,9 +481,14 @@ func fits(spec batch.FieldSpec, f pipeline.Array) error {
 	if ok && len(f.Data) == n {
 		return nil
 	}
-	return fmt.Errorf("field %q has shape %v (%d bytes), but every sample must have shape %v: "+
+	if f.DType != spec.DType {
+		return fmt.Errorf("field %q has dtype %s and shape %v, but every sample must have dtype %s (the "+
+			"dataset's field spec): make dtypes uniform (a cast, or a dataset of one dtype) before batching",
+			spec.Name, config.DTypeName(f.DType), f.Shape, config.DTypeName(spec.DType))
+	}
+	return fmt.Errorf("field %q has shape %v (%s, %d bytes), but every sample must have shape %v: "+
 		"make sizes uniform with a transform (resize, crop, pad, trim) before batching, "+
-		"or ask the dataset for the padding collate", spec.Name, f.Shape, len(f.Data), spec.Shape)
+		"or ask the dataset for the padding collate", spec.Name, f.Shape, config.DTypeName(f.DType), len(f.Data), spec.Shape)
 }
 
 // padCopy copies a row-major array of shape src into the leading corner of
@@ -558,7 +636,7 @@ func (r *epochRun) buildAnyOrder() {
 	defer func() { r.discard(ready...) }()
 	slowCh := r.slow
 	received := 0 // items taken from the lanes (placed, held or skipped)
-	rows := make([]*item, 0, l.cfg.BatchSize)
+	rows := make([]*item, 0, min(l.cfg.BatchSize, cap(r.fast)))
 	defer func() { r.discard(rows...) }()
 	for seq := 0; ; seq++ {
 		_, size, ok := r.feed.batch(seq, r.ctx.Done())

@@ -43,6 +43,9 @@ type Loader struct {
 	wake     chan struct{} // closed when active grows
 	st       counters
 	lastNext atomic.Int64 // unix ns when the consumer last got a batch
+	// stopGrace bounds how long stopping an epoch waits for its goroutines
+	// (config stop_timeout_ms).
+	stopGrace time.Duration
 
 	mu     sync.Mutex
 	run    *epochRun
@@ -89,11 +92,15 @@ func New(cfg config.Config, src pipeline.Source, alloc batch.Allocator) (*Loader
 		return nil, err
 	}
 	l := &Loader{
-		cfg:   cfg,
-		src:   src,
-		alloc: alloc,
-		specs: specs,
-		wake:  make(chan struct{}),
+		cfg:       cfg,
+		src:       src,
+		alloc:     alloc,
+		specs:     specs,
+		wake:      make(chan struct{}),
+		stopGrace: time.Duration(cfg.StopTimeoutMS) * time.Millisecond,
+	}
+	if l.stopGrace <= 0 {
+		l.stopGrace = time.Duration(config.Default().StopTimeoutMS) * time.Millisecond
 	}
 	size := 0
 	for _, f := range specs {

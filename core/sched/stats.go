@@ -23,6 +23,7 @@ type counters struct {
 	consumerWaitNS atomic.Int64
 	consumerBusyNS atomic.Int64
 	cpuMilli       atomic.Int64
+	abandoned      atomic.Int64
 }
 
 // Stats is a snapshot of a Loader's counters since it was created
@@ -58,6 +59,10 @@ type Stats struct {
 	ConsumerWaitS   float64 `json:"consumer_wait_s"` // time spent blocked in Next
 	ConsumerBusyS   float64 `json:"consumer_busy_s"` // time between Next calls
 	WaitShare       float64 `json:"wait_share"`      // wait / (wait + busy)
+	// Epoch stops (close, a new epoch) that gave up waiting after
+	// stop_timeout_ms for a step that ignored cancellation (a read that
+	// never returns); its goroutine finishes on its own.
+	AbandonedStops int64 `json:"abandoned_stops"`
 }
 
 // Stats returns a snapshot. Safe to call at any time.
@@ -86,6 +91,7 @@ func (l *Loader) Stats() Stats {
 		FirstBatchS:     -1,
 		ConsumerWaitS:   time.Duration(l.st.consumerWaitNS.Load()).Seconds(),
 		ConsumerBusyS:   time.Duration(l.st.consumerBusyNS.Load()).Seconds(),
+		AbandonedStops:  l.st.abandoned.Load(),
 	}
 	if d, ok := l.est.Threshold(); ok {
 		s.ThresholdMS = float64(d) / float64(time.Millisecond)

@@ -39,7 +39,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from . import _native, _shm, _worker
+from . import _limits, _native, _shm, _worker
 from .errors import ClosedError, SampleError, StateError
 
 _log = logging.getLogger("minatoloader")
@@ -498,7 +498,9 @@ class _EpochIter:
             for wid, conn in enumerate(self.pool.conns):
                 self._send(wid, _worker.pack_reset(self._seq(), self.epoch))
                 self._recv(wid)  # the reset's reply
-        for _ in range(int(self.dl.prefetch_factor or 2) * nw):
+        # torch puts prefetch_factor * num_workers requests in flight; past
+        # a few per worker they only fill the pipes.
+        for _ in range(min(int(self.dl.prefetch_factor or 2), _limits.MAX_ITERABLE_PREFETCH) * nw):
             self._put()
 
     def _start_map(self, persistent: bool) -> None:
@@ -511,10 +513,27 @@ class _EpochIter:
         first = self._pull_batch()
         if first is not None:
             self.lookahead.append(first)
-        bmax = dl.batch_size if dl.batch_size is not None else max(64, 2 * len(first or [1]))
         if not self.auto:
             bmax = 1
-        self.max_inflight = max(pf * nw * bmax, bmax + nw) + nw
+        elif dl.batch_size is not None:
+            # torch's BatchSampler never yields more than the sampler has:
+            # a batch_size beyond it (even 2**40) is one batch of them all.
+            bmax = dl.batch_size
+            try:
+                bmax = min(bmax, max(1, len(dl.sampler)))
+            except TypeError:
+                pass
+        else:
+            bmax = max(64, 2 * len(first or [1]))
+        bmax = min(bmax, _limits.MAX_BATCH_SIZE)
+        # Samples in flight beyond an epoch's length buy nothing; every size
+        # the core allocates from stays under its bound (docs/failure-modes.md).
+        want = max(pf * nw * bmax, bmax + nw)
+        try:
+            want = min(want, max(len(dl._index_sampler) * bmax, bmax + nw))
+        except TypeError:
+            pass
+        self.max_inflight = min(want + nw, _limits.MAX_INFLIGHT)
         key = (bmax, bool(dl.in_order), st.opts["on_error"], st.opts["max_skipped"], st.opts["timeout_ms"],
                st.opts["spare_workers"], st.opts["seed_per_sample"], st.opts["arena_bytes"])
         if persistent and st.go is not None and st.go_key == key:
@@ -538,7 +557,7 @@ class _EpochIter:
                 "adaptive": False,
                 "slow_workers": max(1, spares),
                 "max_inflight": self.max_inflight,
-                "prefetch_batches": max(1, pf),
+                "prefetch_batches": min(max(1, pf), _limits.MAX_PREFETCH_BATCHES),
                 "seed": self.base_seed,
                 "on_error": st.opts["on_error"],
                 "max_skipped": self._budget(),

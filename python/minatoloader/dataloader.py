@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Callable, Generic, TypeVar
 
 from ._pyloader import PythonLoading
+from . import _limits
 from .dataset import Dataset
 from .errors import StateError, UnsupportedArgumentError
 from .loader import EpochIterator, NativeLoader
@@ -247,15 +248,21 @@ class DataLoader(Generic[_T_co]):
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
+        # A batch never holds more than the dataset: a batch_size beyond it
+        # (torch takes even 2**40) becomes len + 1, which gives the same
+        # batches (one of them all, or none with drop_last) within the
+        # core's bounds; prefetch beyond its bound buys nothing.
+        core_batch = min(self.batch_size, len(dataset) + 1)
+        pf = min(max(1, int(prefetch_factor if prefetch_factor is not None else 2)), _limits.MAX_PREFETCH_BATCHES)
         self._loader = NativeLoader(
             dataset,
-            self.batch_size,
+            core_batch,
             shuffle=shuffle,
             seed=seed,
             drop_last=drop_last,
             in_order=in_order,
             workers=max(1, self.num_workers),
-            prefetch_batches=max(1, int(prefetch_factor if prefetch_factor is not None else 2)),
+            prefetch_batches=pf,
             output="auto",
             batch_timeout=float(timeout),
         )

@@ -126,7 +126,15 @@ class NativeLoader(NativeHandle):
     * ``prefetch_epoch``: start the next epoch once this one has dispatched
       its last sample (adopted by the next ``iter()``, dropped after
       ``set_epoch`` to another epoch), so epoch boundaries do not starve the
-      consumer.
+      consumer;
+    * ``on_error``: "raise" (a failing sample ends its epoch with a
+      :class:`SampleError` naming it and its file) or "skip" (left out and
+      counted in ``stats()["epoch_skipped"]``, up to ``max_skipped``
+      samples an epoch; -1: no limit); a sample whose dtype or shape cannot
+      be batched counts as failing;
+    * ``stop_timeout_ms``: how long stopping an epoch (``close()``, the next
+      ``iter()``) waits for a read that never returns (a stuck network file
+      system) before abandoning it (docs/failure-modes.md).
 
     ``batch_timeout`` (seconds, 0: no limit) bounds the wait for one batch:
     a longer wait raises ``RuntimeError`` as torch's DataLoader ``timeout``
@@ -177,6 +185,9 @@ class NativeLoader(NativeHandle):
         output: str = "auto",
         return_indices: bool = False,
         batch_timeout: float = 0.0,
+        on_error: str = "raise",
+        max_skipped: int = -1,
+        stop_timeout_ms: int = 2000,
     ) -> None:
         if not isinstance(dataset, Dataset):
             raise TypeError(
@@ -220,6 +231,9 @@ class NativeLoader(NativeHandle):
             "max_inflight": 0 if max_inflight is None else max_inflight,
             "slow_max_age": slow_max_age,
             "prefetch_epoch": prefetch_epoch,
+            "on_error": on_error,
+            "max_skipped": max_skipped,
+            "stop_timeout_ms": stop_timeout_ms,
         }
         config = {name: _plain(name, value) for name, value in options.items()}
         config["dataset"] = _plain("dataset", dataset.config())
