@@ -175,7 +175,11 @@ int ml_last_error(char* buf, size_t len, size_t* needed);
 
 /* Creates a loader from a JSON object of options (see README "Options").
  * Unknown keys and out-of-range values fail with ML_ERR_INVALID_ARGUMENT and
- * a message naming the key. "{}" (or "") gives the defaults.
+ * a message naming the key. "{}" (or "") gives the defaults. Every size
+ * the library allocates from has an upper bound (batch_size and max_inflight
+ * 2^22, prefetch_batches 2^16, worker counts 4096, a synthetic sample 2 GiB;
+ * docs/failure-modes.md): a failed allocation inside Go cannot be recovered
+ * (the runtime aborts the process), so sizes past a bound are refused here.
  * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT, ML_ERR_NO_MEMORY, ML_ERR_FORKED,
  * ML_ERR_INTERNAL.
  * A "python" dataset ({"kind": "python", "procs": [{"fd", "pid", "arena_fd",
@@ -243,9 +247,13 @@ int ml_loader_next(ml_loader_t loader, int64_t timeout_ms, ml_batch_t* out);
  * OWNERSHIP: buf is the caller's. */
 int ml_loader_stats(ml_loader_t loader, char* buf, size_t len, size_t* needed);
 
-/* Stops every goroutine of the loader and waits for them; pending batches
- * are freed. Batches already handed out stay valid until released. A
- * concurrent ml_loader_next returns ML_ERR_CLOSED.
+/* Stops every goroutine of the loader and waits for them, at most
+ * "stop_timeout_ms" (default 2000): a goroutine inside a read that never
+ * returns (a stuck network file system) is abandoned, counted in the stats
+ * ("abandoned_stops"), and frees what it holds when the read returns. The
+ * same bound applies to ml_loader_start_epoch stopping the running epoch.
+ * Pending batches are freed. Batches already handed out stay valid until
+ * released. A concurrent ml_loader_next returns ML_ERR_CLOSED.
  * Idempotent. Returns: ML_OK, ML_ERR_INVALID_HANDLE (a batch handle). */
 int ml_loader_close(ml_loader_t loader);
 

@@ -120,6 +120,21 @@ static void test_abi_and_errors(void) {
            ML_ERR_INVALID_ARGUMENT);
   CHECK(strstr(last_error(), "dtype") != NULL, "message: %s", last_error());
 
+  /* Sizes that reach an allocation are bounded: 2^40 used to abort the
+   * host (Go's fatal out-of-memory); now each names its option. */
+  static const char *const huge[][2] = {
+      {"{\"batch_size\": 1099511627776}", "batch_size"},
+      {"{\"max_inflight\": 1099511627776}", "max_inflight"},
+      {"{\"prefetch_batches\": 1099511627776}", "prefetch_batches"},
+      {"{\"workers\": 1099511627776}", "workers"},
+      {"{\"dataset\": {\"length\": 1099511627776}}", "length"},
+      {"{\"dataset\": {\"shape\": [2147483648], \"dtype\": \"float64\"}}", "shape"},
+  };
+  for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
+    CHECK_RC(ml_loader_create(huge[i][0], &l), ML_ERR_INVALID_ARGUMENT);
+    CHECK(strstr(last_error(), huge[i][1]) != NULL, "%s: message: %s", huge[i][0], last_error());
+  }
+
   CHECK_RC(ml_loader_create("{}", NULL), ML_ERR_INVALID_ARGUMENT);
   CHECK(strstr(last_error(), "out") != NULL, "message: %s", last_error());
   CHECK_RC(ml_loader_create(NULL, &l), ML_ERR_INVALID_ARGUMENT);
