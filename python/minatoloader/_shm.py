@@ -24,7 +24,7 @@ import pickle
 import struct
 import sys
 import weakref
-from bisect import insort
+from heapq import heappop, heappush
 from collections import deque
 from typing import Any
 
@@ -43,6 +43,9 @@ __all__ = [
 HEADER = 64
 ALIGN = 64
 DEFAULT_ARENA_BYTES = 1 << 30
+# A worker reads at most this many block headers per allocation, amortized
+# (WorkerArena._allocate).
+SCAN_EVERY = 8
 
 # Block header: state (1 in use, 0 free), 0, block size (header included),
 # payload length.
@@ -202,47 +205,126 @@ class WorkerArena:
         self._mv = memoryview(self._mm)
         self._np = np.frombuffer(self._mm, np.uint8)
         self._tb: Any = None  # torch.uint8 view of the arena, made on the first tensor
-        self._blocks: list[tuple[int, int]] = []  # live (offset, size), sorted
         self._hint = _align(_PICKLE_AT + 256)  # where the arrays start, guessed from the last sample
+        # The allocator (see _allocate). Blocks not known to be released:
+        self._blocks: dict[int, int] = {}  # offset -> block size
+        self._held = 0  # their total size
+        # Free space known since the last scan: the tail [_top, size) and
+        # gaps below _top, each indexed by its size class (floor(log2(size)))
+        # in a heap of offsets; heap entries whose gap was taken are stale
+        # (not in _gaps) and dropped when met.
+        self._top = 0
+        self._gaps: dict[int, int] = {}  # offset -> size
+        self._classes: list[list[int]] = [[] for _ in range(size.bit_length())]
+        self._since_scan = 0  # allocations since the last scan
+        self.scans = 0  # scans so far (with probes: the allocator's work, for tests)
+        self.probes = 0  # block headers read by the scans
 
     # --- allocation ---------------------------------------------------------
+    #
+    # The main process releases a block by writing 0 to its state word; the
+    # worker learns of it only by reading the header. Reading every live
+    # header for each sample costs O(live blocks) per sample (a batch of
+    # 40,960 small samples: 40,960 live blocks, O(n^2) reads), so a scan of
+    # the headers runs only once per len(blocks)/SCAN_EVERY allocations (at
+    # most SCAN_EVERY header reads per allocation, amortized; every
+    # allocation while few blocks are live), or when nothing fits. A scan
+    # rebuilds the free space (gaps between the live blocks, coalesced, and
+    # the tail). Between scans an allocation takes the lowest-offset gap among
+    # those sure to fit (the head of each larger size class) and the head of
+    # its own class if it fits, else the tail: O(log n) (a few dozen classes,
+    # heap operations). Blocks stay near the lowest offsets, so the touched
+    # extent of the arena stays near the live set.
 
-    def _reclaim(self) -> None:
+    def _scan(self) -> None:
         mm = self._mm
         unpack = struct.unpack_from
-        self._blocks = [b for b in self._blocks if unpack(_STATE_FMT, mm, b[0])[0] != 0]
+        blocks = self._blocks
+        self.scans += 1
+        self.probes += len(blocks)
+        live = {off: sz for off, sz in blocks.items() if unpack(_STATE_FMT, mm, off)[0] != 0}
+        gaps: dict[int, int] = {}
+        classes: list[list[int]] = [[] for _ in range(len(self._classes))]
+        at = 0
+        held = 0
+        for off in sorted(live):
+            if off > at:
+                gaps[at] = off - at
+                classes[(off - at).bit_length() - 1].append(at)  # ascending: already a heap
+            sz = live[off]
+            at = off + sz
+            held += sz
+        self._blocks, self._held, self._gaps, self._classes, self._top = live, held, gaps, classes, at
+        self._since_scan = 0
+
+    def _fit(self, need: int) -> int:
+        """The offset of free space for ``need`` bytes, taken; -1 if none is known."""
+        gaps, classes = self._gaps, self._classes
+        own = need.bit_length() - 1  # need's class: its gaps may be too small
+        best = -1
+        best_class = -1
+        for k in range(own, len(classes)):
+            h = classes[k]
+            while h and (h[0] not in gaps or gaps[h[0]].bit_length() - 1 != k):
+                heappop(h)  # a gap taken since
+            if h and (k > own or gaps[h[0]] >= need) and (best < 0 or h[0] < best):
+                best, best_class = h[0], k
+        if best >= 0:
+            heappop(classes[best_class])
+            rest = gaps.pop(best) - need
+            if rest:
+                gaps[best + need] = rest
+                heappush(classes[rest.bit_length() - 1], best + need)
+            return best
+        if self.size - self._top >= need:
+            best = self._top
+            self._top += need
+            return best
+        return -1
+
+    def _free_space(self, off: int, sz: int) -> None:
+        """Gives back a block this worker allocated but never sent."""
+        del self._blocks[off]
+        self._held -= sz
+        if off + sz == self._top:
+            self._top = off
+        else:
+            self._gaps[off] = sz
+            heappush(self._classes[sz.bit_length() - 1], off)
 
     def held_bytes(self) -> int:
         """Bytes held by blocks the main process has not released (after
         reclaiming the released ones)."""
-        self._reclaim()
-        return sum(s for _, s in self._blocks)
+        self._scan()
+        return self._held
 
     def live_blocks(self) -> list[tuple[int, int]]:
         """The (offset, size) of the blocks not yet released, lowest first."""
-        self._reclaim()
-        return list(self._blocks)
+        self._scan()
+        return sorted(self._blocks.items())
 
     def _allocate(self, need: int, what: str) -> int:
-        self._reclaim()
-        prev_end = 0
-        for off, sz in self._blocks:
-            if off - prev_end >= need:
-                break
-            prev_end = off + sz
-        else:
-            if self.size - prev_end < need:
-                held = sum(s for _, s in self._blocks)
-                if need > self.size:
-                    why = "larger than the arena"
-                else:
-                    why = "does not fit next to the samples the main process still holds"
-                raise ArenaFullError(
-                    f"{what} needs {need} bytes of the worker arena and {why}: the arena holds "
-                    f"{self.size} bytes, {held} of them in {len(self._blocks)} blocks not yet released"
-                )
-        insort(self._blocks, (prev_end, need))
-        return prev_end
+        scanned = self._since_scan * SCAN_EVERY >= len(self._blocks)
+        if scanned:
+            self._scan()
+        off = self._fit(need)
+        if off < 0 and not scanned:
+            self._scan()
+            off = self._fit(need)
+        if off < 0:
+            if need > self.size:
+                why = "larger than the arena"
+            else:
+                why = "does not fit next to the samples the main process still holds"
+            raise ArenaFullError(
+                f"{what} needs {need} bytes of the worker arena and {why}: the arena holds "
+                f"{self.size} bytes, {self._held} of them in {len(self._blocks)} blocks not yet released "
+                "(DataLoader.configure(arena_bytes=...) sets the size)"
+            )
+        self._blocks[off] = need
+        self._held += need
+        self._since_scan += 1
+        return off
 
     # --- writing ------------------------------------------------------------
 
@@ -283,7 +365,7 @@ class WorkerArena:
                     self._write_array(p + base + rel, nbytes, kind, src)
             struct.pack_into(_HEADER_FMT, mm, off, 1, tag & 0xFFFFFFFF, need, payload)
         except BaseException:
-            self._blocks.remove((off, need))
+            self._free_space(off, need)
             raise
         return off, payload
 
@@ -321,8 +403,11 @@ class WorkerArena:
 stale_frees = 0
 
 
-def _free_block(mm: mmap.mmap, offset: int, live: dict[int, Any], pid: int, tag: int | None, fin: Any) -> None:
-    """Marks a block free (the finalizer of its owner); never raises. Only in
+def _free_block(
+    mm: mmap.mmap, offset: int, live: dict[int, Any], pid: int, tag: int | None, fin: Any, gone: deque[int], nbytes: int
+) -> None:
+    """Marks a block free (the finalizer of its owner); never raises; tells
+    the view's loading thread that ``nbytes`` are no longer viewed. Only in
     the process that loaded it: a forked child (a worker started while this
     process held samples) inherits the owners, and its garbage collector
     must not free the parent's blocks through the shared mapping. Only if the
@@ -331,6 +416,7 @@ def _free_block(mm: mmap.mmap, offset: int, live: dict[int, Any], pid: int, tag:
     global stale_frees
     if os.getpid() != pid:
         return
+    gone.append(nbytes)
     if live.get(offset) is fin[0]:
         del live[offset]
     try:
@@ -344,11 +430,15 @@ def _free_block(mm: mmap.mmap, offset: int, live: dict[int, Any], pid: int, tag:
 
 
 class _BlockUnpickler(pickle.Unpickler):
-    def __init__(self, file: io.BytesIO, mm: mmap.mmap, offset: int, length: int) -> None:
+    """Unpickles one block; arrays and tensors view the block, or with
+    ``copy`` are copies of their bytes (the block is then not referenced)."""
+
+    def __init__(self, file: io.BytesIO, mm: mmap.mmap, offset: int, length: int, copy: bool = False) -> None:
         super().__init__(file)
         self._mm = mm
         self._offset = offset
         self._length = length
+        self._copy = copy
         self.owner: Any = None
         self._made: dict[tuple[Any, ...], Any] = {}
 
@@ -372,6 +462,9 @@ class _BlockUnpickler(pickle.Unpickler):
             dtype = np.dtype(dtype_name)
             if nbytes == 0:
                 made = np.empty(shape, dtype)
+            elif self._copy:
+                made = np.empty(shape, dtype)
+                self._copy_into(made.reshape(-1).view(np.uint8), data_off, nbytes)
             else:
                 made = np.frombuffer(self._owner(), dtype, nbytes // dtype.itemsize, data_off).reshape(shape)
         elif kind == _KIND_TORCH:
@@ -382,6 +475,9 @@ class _BlockUnpickler(pickle.Unpickler):
                 raise pickle.UnpicklingError(f"unknown torch dtype {dtype_name!r}")
             if nbytes == 0:
                 made = torch.empty(shape, dtype=dtype)
+            elif self._copy:
+                made = torch.empty(shape, dtype=dtype)
+                self._copy_into(made.reshape(-1).view(torch.uint8).numpy(), data_off, nbytes)
             else:
                 made = torch.frombuffer(
                     self._owner(), dtype=dtype, count=nbytes // dtype.itemsize, offset=data_off
@@ -391,18 +487,47 @@ class _BlockUnpickler(pickle.Unpickler):
         self._made[key] = made
         return made
 
+    def _copy_into(self, dst: Any, data_off: int, nbytes: int) -> None:
+        if dst.nbytes != nbytes:
+            raise pickle.UnpicklingError(f"array of {dst.nbytes} bytes described as {nbytes}")
+        src = np.frombuffer(self._mm, np.uint8, nbytes, self._offset + HEADER + data_off)
+        np.copyto(dst, src)
+        del src
+
 
 class ArenaView:
     """The main process's view of one worker's arena: unpickles blocks with
     arrays and tensors over the shared memory, and gives each block back when
-    the last of them is garbage. ``fd`` may be closed after construction."""
+    the last of them is garbage. ``fd`` may be closed after construction.
+
+    Samples the consumer keeps (``kept = list(loader)`` without a copying
+    collate) would hold their blocks and fill the arena, which the worker
+    then cannot write to. So once the blocks still viewed here exceed
+    ``copy_limit`` bytes (half the arena), a sample loaded is copied out of
+    the arena into ordinary memory instead, and its block is given back at
+    once: what the consumer keeps costs what it would cost with torch, and
+    the other half of the arena stays for the samples in flight. A training
+    loop that drops its samples each step never reaches the limit and never
+    copies."""
 
     def __init__(self, fd: int, size: int) -> None:
         self._mm: mmap.mmap | None = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         self.size = size
+        self.copy_limit = size // 2
+        self.copied = 0  # samples copied out of the arena
         self._live: dict[int, weakref.finalize] = {}
         self._pid = os.getpid()
         self._history: dict[int, tuple[int | None, int]] = {}  # offset -> (tag, length) last loaded
+        # Bytes of the blocks still viewed, counted by the loading thread
+        # alone; finalizers (any thread) only queue what they give back.
+        self._viewed = 0
+        self._gone: deque[int] = deque()
+
+    def viewed_bytes(self) -> int:
+        """Bytes of the blocks that arrays or tensors still view."""
+        while self._gone:
+            self._viewed -= self._gone.popleft()
+        return self._viewed
 
     def load(self, offset: int, length: int, tag: int | None = None) -> Any:
         """The sample in the block at ``offset`` (payload ``length`` bytes)."""
@@ -423,7 +548,10 @@ class ArenaView:
         (plen,) = struct.unpack_from(_LEN_FMT, mm, p)
         if _PICKLE_AT + plen > length:
             raise ValueError(f"bad block at {offset}: pickle of {plen} bytes in a payload of {length}")
-        u = _BlockUnpickler(io.BytesIO(mm[p + _PICKLE_AT : p + _PICKLE_AT + plen]), mm, offset, length)
+        nbytes = _align(HEADER + length)
+        viewed = self.viewed_bytes()
+        copy = viewed > 0 and viewed + nbytes > self.copy_limit
+        u = _BlockUnpickler(io.BytesIO(mm[p + _PICKLE_AT : p + _PICKLE_AT + plen]), mm, offset, length, copy)
         try:
             obj = u.load()
         finally:
@@ -436,6 +564,8 @@ class ArenaView:
             u.memo.clear()
             if owner is None:
                 struct.pack_into(_STATE_FMT, mm, offset, 0)
+                if copy:
+                    self.copied += 1
             else:
                 old = self._live.pop(offset, None)
                 if old is not None and old.detach() is not None:
@@ -445,8 +575,11 @@ class ArenaView:
                         f"minatoloader: internal error: the arena block at {offset} was reused while still in use"
                     )
                 cell: list[Any] = [None]
-                cell[0] = weakref.finalize(owner, _free_block, mm, offset, self._live, self._pid, tag, cell)
+                cell[0] = weakref.finalize(
+                    owner, _free_block, mm, offset, self._live, self._pid, tag, cell, self._gone, nbytes
+                )
                 self._live[offset] = cell[0]
+                self._viewed += nbytes
                 del owner
         return obj
 
@@ -455,8 +588,9 @@ class ArenaView:
         loaded (for a result that is dropped). Arrays still viewing it see
         whatever the worker writes there next."""
         fin = self._live.pop(offset, None)
-        if fin is not None:
-            fin.detach()
+        info = fin.detach() if fin is not None else None
+        if info is not None:
+            self._gone.append(info[2][-1])  # _free_block's nbytes
         mm = self._mm
         if mm is not None:
             struct.pack_into(_STATE_FMT, mm, offset, 0)
