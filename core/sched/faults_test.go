@@ -395,3 +395,27 @@ func TestFaultInjection(t *testing.T) {
 	}
 	waitFor(t, func() bool { return LiveGoroutines() == before }, "every goroutine to end")
 }
+
+// TestInflightMemoryIsBoundedUpFront: samples in flight that could not fit
+// in memory are refused when the loader is made, naming max_inflight,
+// instead of aborting the process when the buffers are allocated (Go cannot
+// recover from a failed allocation).
+func TestInflightMemoryIsBoundedUpFront(t *testing.T) {
+	limit := memoryLimit()
+	if limit <= 0 {
+		t.Skip("no memory limit readable here (sysinfo)")
+	}
+	// Samples of 1 GiB; enough in flight to pass any machine's memory.
+	src := &testSource{n: 4, shape: []int64{1 << 27}} // int64: 1 GiB
+	inflight := int(limit>>30) + 8
+	_, err := New(cfgFor(t, fmt.Sprintf(`{"batch_size": 1, "max_inflight": %d}`, inflight)), src, &batch.GoAllocator{})
+	if err == nil || !strings.Contains(err.Error(), "max_inflight") {
+		t.Fatalf("got %v, want an error naming max_inflight", err)
+	}
+	// A modest configuration of the same samples is accepted.
+	l, err := New(cfgFor(t, `{"batch_size": 1, "max_inflight": 1, "prefetch_epoch": false}`), src, &batch.GoAllocator{})
+	if err != nil {
+		t.Fatalf("one sample of 1 GiB in flight refused: %v", err)
+	}
+	l.Close()
+}

@@ -107,6 +107,9 @@ func New(cfg config.Config, src pipeline.Source, alloc batch.Allocator) (*Loader
 		l.offs = append(l.offs, size)
 		size += (f.Bytes() + 7) &^ 7 // each field 8-byte aligned, for typed views
 	}
+	if err := checkMemory(cfg, size); err != nil {
+		return nil, err
+	}
 	l.steps = append([]pipeline.Step{{Name: "load", Fn: func(c *pipeline.Ctx, s *pipeline.Sample) error {
 		return src.Load(c, c.Index, s)
 	}}}, src.Steps()...)
@@ -386,4 +389,45 @@ func (l *Loader) putBuf(b *sampleBuf) {
 	if b != nil {
 		l.pool.Put(b)
 	}
+}
+
+// checkMemory refuses a configuration whose samples in flight could not fit
+// in this machine's memory or the process's address-space limit: their
+// buffers are Go heap, and Go cannot recover from a failed allocation (it
+// aborts the process), so the bound is checked up front. Each epoch run
+// holds at most max_inflight samples, and a prefetched next epoch as many
+// again; batches (C memory) fail softly with ML_ERR_NO_MEMORY instead.
+func checkMemory(cfg config.Config, sampleBytes int) error {
+	limit := memoryLimit()
+	if limit <= 0 || sampleBytes <= 0 {
+		return nil
+	}
+	runs := int64(1)
+	if cfg.PrefetchEpoch {
+		runs = 2
+	}
+	need := runs * int64(cfg.MaxInflight) * int64(sampleBytes)
+	if need/int64(sampleBytes) != runs*int64(cfg.MaxInflight) || need > limit {
+		return fmt.Errorf("config: option \"max_inflight\": %d samples in flight of %d bytes each (x%d with epoch prefetch) "+
+			"would need more than the %d bytes of memory this process may use: lower batch_size, prefetch_batches "+
+			"or max_inflight, or make samples smaller", cfg.MaxInflight, sampleBytes, runs, limit)
+	}
+	return nil
+}
+
+// memoryLimit is the smaller of physical memory and RLIMIT_AS, in bytes
+// (0: unknown).
+func memoryLimit() int64 {
+	var limit int64
+	var si syscall.Sysinfo_t
+	if syscall.Sysinfo(&si) == nil {
+		limit = int64(si.Totalram) * int64(si.Unit)
+	}
+	var rl syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_AS, &rl) == nil && rl.Cur < 1<<62 { // RLIM_INFINITY is all ones
+		if limit == 0 || int64(rl.Cur) < limit {
+			limit = int64(rl.Cur)
+		}
+	}
+	return limit
 }

@@ -138,3 +138,22 @@ def test_native_options_are_checked() -> None:
         NativeLoader(ds, on_error="ignore")
     with pytest.raises(InvalidArgumentError, match="stop_timeout_ms"):
         NativeLoader(ds, stop_timeout_ms=0)
+
+
+def test_samples_in_flight_beyond_the_address_space_limit_are_refused() -> None:
+    # Under `ulimit -v`, 1 GiB samples used to abort the process when their
+    # buffers were allocated (Go cannot recover from a failed allocation).
+    out = _ok(_child("""
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (6 << 30, 6 << 30))
+        from minatoloader import NativeLoader, SyntheticDataset, InvalidArgumentError
+        ds = SyntheticDataset(4, shape=(2**27,), dtype="float64")  # 1 GiB a sample
+        try:
+            with NativeLoader(ds, 1, output="numpy") as loader:
+                for _ in loader:
+                    pass
+        except InvalidArgumentError as e:
+            assert "max_inflight" in str(e), e
+            print("refused")
+    """))
+    assert "refused" in out
