@@ -49,11 +49,19 @@ def workers_of(dl: Any) -> list[int]:
     return [p.pid for p in pool.procs] if pool is not None else []
 
 
+def _running(pid: int) -> bool:
+    """pid exists and is not a zombie (it may exit between the two looks)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def check_clean(pids: list[int], threads_before: int, shm_before: set[str]) -> None:
     deadline = time.monotonic() + 10
     while True:
         gc.collect()
-        alive = [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+        alive = [pid for pid in pids if _running(pid)]
         kids = [p for p in psutil.Process().children(recursive=True) if not helper_processes(p)]
         if not alive and not kids and memfds() == 0 and threading.active_count() <= threads_before:
             break
