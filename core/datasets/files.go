@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
+	"unicode/utf8"
 )
 
 // File is one sample's file and its label.
@@ -39,7 +41,8 @@ func hasExt(name string, exts []string) bool {
 
 // ScanFolder lists root/<class>/.../<file> as torchvision's DatasetFolder
 // does: classes are the sorted names of root's sub-directories, numbered
-// from 0; each class's files are found by a sorted walk (following links)
+// from 0; each class's files are found by a sorted walk (following links,
+// skipping those that lead back to a folder above them: see walkSorted)
 // and kept when their name ends with one of exts. A class with no file is
 // an error, as in torchvision (allow_empty=False).
 func ScanFolder(root string, exts []string) (classes []string, files []File, err error) {
@@ -59,7 +62,7 @@ func ScanFolder(root string, exts []string) (classes []string, files []File, err
 	var empty []string
 	for label, class := range classes {
 		n := len(files)
-		err := walkSorted(filepath.Join(root, class), func(path string) {
+		err := walkSorted(root, filepath.Join(root, class), func(path string) {
 			if hasExt(path, exts) {
 				files = append(files, File{Path: path, Label: int64(label)})
 			}
@@ -90,17 +93,54 @@ func isDir(dir string, e fs.DirEntry) bool {
 }
 
 // walkSorted calls f for every non-directory below dir, directories and
-// names in sorted order, following symbolic links to directories (with a
-// depth bound against link cycles).
-func walkSorted(dir string, f func(path string)) error {
+// names in sorted order, following symbolic links to directories.
+//
+// Link cycles: the walk keeps the directories on its current path (root,
+// when given, then dir and each folder below it), compared by device and
+// inode. A folder (link or not) that is one of them leads back to an
+// ancestor and is skipped, so each file of a cycle is listed once, under
+// its path without the cycle, and the scan ends whatever links the tree
+// holds. This is deterministic (it depends on the tree, not on timing or
+// on the order links are met in a sorted walk) and is where we differ from
+// torchvision, whose os.walk(followlinks=True) never ends on a cycle. A
+// link to a directory that is not an ancestor (two links to one sibling)
+// is walked each time, as in torchvision: its files are listed once per
+// path. The 64-level depth bound remains, for trees that are deep without
+// a cycle.
+func walkSorted(root, dir string, f func(path string)) error {
+	var path []os.FileInfo // the folders on the current walk path
+	if root != "" {
+		st, err := os.Stat(root)
+		if err != nil {
+			return fmt.Errorf("dataset root %q: %w", root, err)
+		}
+		path = append(path, st)
+	}
+	onPath := func(st os.FileInfo) bool {
+		for _, a := range path {
+			if os.SameFile(a, st) {
+				return true
+			}
+		}
+		return false
+	}
 	var walk func(dir string, depth int) error
 	walk = func(dir string, depth int) error {
 		if depth > 64 {
-			return fmt.Errorf("dataset: %q: more than 64 nested folders (a symbolic link cycle?)", dir)
+			return fmt.Errorf("dataset: %q: more than 64 nested folders", dir)
 		}
+		st, err := os.Stat(dir)
+		if err != nil {
+			return fmt.Errorf("dataset: %q: %w", dir, err)
+		}
+		if onPath(st) {
+			return nil // a link back to an ancestor: its files are listed already
+		}
+		path = append(path, st)
+		defer func() { path = path[:len(path)-1] }()
 		entries, err := os.ReadDir(dir)
 		if err != nil {
-			return fmt.Errorf("dataset: %w", err)
+			return fmt.Errorf("dataset: %q: %w", dir, err)
 		}
 		var dirs []string
 		for _, e := range entries {
@@ -125,7 +165,7 @@ func walkSorted(dir string, f func(path string)) error {
 // object a line. Relative paths are relative to the list's folder. Errors
 // name the list and the line.
 func ReadList(list string) ([]File, error) {
-	f, err := os.Open(list)
+	f, _, err := openRegular(list)
 	if err != nil {
 		return nil, fmt.Errorf("file list: %w", err)
 	}
@@ -204,26 +244,109 @@ func ReadList(list string) ([]File, error) {
 	return files, nil
 }
 
-// readFile reads a whole file, refusing one larger than limit bytes.
+// readFile reads a whole file, refusing one larger than limit bytes or
+// one that is not a regular file (see openRegular). The read is sized by
+// the file: one allocation of exactly its size, filled with io.ReadFull; a
+// file that shrinks or grows meanwhile is an error. Errors name the file
+// (printably: %q escapes bytes that are not UTF-8).
 func readFile(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
+	if size > limit {
+		return nil, fmt.Errorf("%q: %d bytes, more than the limit of %d (max_file_bytes)", path, size, limit)
 	}
-	if st.Size() > limit {
-		return nil, fmt.Errorf("%q: %d bytes, more than the limit of %d (max_file_bytes)", path, st.Size(), limit)
+	b := make([]byte, size)
+	if n, err := io.ReadFull(f, b); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%q: the file shrank while read (%d bytes when opened, %d read)", path, size, n)
+		}
+		return nil, fmt.Errorf("%q: %w", path, unwrapPath(err))
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("%q: %w", path, err)
-	}
-	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%q: more than the limit of %d bytes (max_file_bytes)", path, limit)
+	var probe [1]byte
+	if n, _ := f.Read(probe[:]); n > 0 {
+		return nil, fmt.Errorf("%q: the file grew while read (%d bytes when opened)", path, size)
 	}
 	return b, nil
+}
+
+// openRegular opens path for reading and returns it with its size, or an
+// error naming it when it is not a regular file (a FIFO, a device such as
+// /dev/zero, a socket, a directory; a symbolic link is judged by what it
+// leads to). Reading from those could block forever (a FIFO with no
+// writer) or never end (/dev/zero). The file is checked before the open
+// (os.Stat) and, opened without blocking (O_NONBLOCK: opening a FIFO for
+// reading otherwise waits for a writer), again on the open descriptor
+// (fstat), so a FIFO swapped in between is refused too.
+func openRegular(path string) (*os.File, int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%q: %w", path, unwrapPath(err))
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, notRegular(path, st.Mode())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%q: %w", path, unwrapPath(err))
+	}
+	if st, err = f.Stat(); err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("%q: %w", path, unwrapPath(err))
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, notRegular(path, st.Mode())
+	}
+	return f, st.Size(), nil
+}
+
+func notRegular(path string, m fs.FileMode) error {
+	kind := "not a regular file"
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		kind += " (a FIFO)"
+	case m&fs.ModeDevice != 0:
+		kind += " (a device)"
+	case m&fs.ModeSocket != 0:
+		kind += " (a socket)"
+	case m.IsDir():
+		kind += " (a directory)"
+	}
+	return fmt.Errorf("%q: %s", path, kind)
+}
+
+// unwrapPath drops an *fs.PathError's own copy of the path (printed raw),
+// keeping the operation and the cause.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s: %w", pe.Op, pe.Err)
+	}
+	return err
+}
+
+// Printable is path as error messages show it: unchanged when it is valid,
+// printable UTF-8, else with %q's escapes (\xff for a byte that is not
+// UTF-8), without the quotes.
+func Printable(path string) string {
+	q := strconv.Quote(path)
+	if q[1:len(q)-1] == path || !needsQuote(path) {
+		return path
+	}
+	return q[1 : len(q)-1]
+}
+
+func needsQuote(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if !strconv.IsPrint(r) {
+			return true
+		}
+	}
+	return false
 }

@@ -1,6 +1,8 @@
 package datasets
 
-// Path names sample index's file (pipeline.Pather), for error messages.
+// Path names sample index's file (pipeline.Pather), for error messages:
+// printable (see Printable), so a name that is not UTF-8 survives the trip
+// to Python as the same escapes the step's own message shows.
 func (s *imageSource) Path(index int64) string { return filePath(s.files, index) }
 
 // Path names sample index's file (pipeline.Pather), for error messages.
@@ -11,12 +13,12 @@ func (s *volumeSource) Path(index int64) string {
 	if index < 0 || index >= int64(len(s.pairs)) {
 		return ""
 	}
-	return s.pairs[index][0] + ", " + s.pairs[index][1]
+	return Printable(s.pairs[index][0]) + ", " + Printable(s.pairs[index][1])
 }
 
 func filePath(files []File, index int64) string {
 	if index < 0 || index >= int64(len(files)) {
 		return ""
 	}
-	return files[index].Path
+	return Printable(files[index].Path)
 }

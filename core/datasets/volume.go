@@ -197,7 +197,7 @@ func newVolumeSource(d config.Dataset) (pipeline.Source, error) {
 }
 
 func header(path string, o *volume.ReadOptions) (volume.NpyHeader, error) {
-	f, err := os.Open(path)
+	f, _, err := openRegular(path)
 	if err != nil {
 		return volume.NpyHeader{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // Defaults of ReadOptions.
@@ -107,25 +108,54 @@ func DecodeNpy(b []byte, o *ReadOptions) (*Volume, error) {
 func ReadNpyFile(path string, o *ReadOptions) (*Volume, error) {
 	v, err := readNpyFile(path, o)
 	if err != nil {
-		return nil, fmt.Errorf("volume: read %s: %w", path, err)
+		return nil, fmt.Errorf("volume: read %q: %w", path, err)
 	}
 	return v, nil
 }
 
 func readNpyFile(path string, o *ReadOptions) (*Volume, error) {
-	f, err := os.Open(path)
+	f, size, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	v, err := readNpy(f, o, size)
 	if err != nil {
 		return nil, err
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: not a regular file", ErrFormat)
+	var probe [1]byte
+	if n, _ := f.Read(probe[:]); n > 0 {
+		return nil, fmt.Errorf("%w: the file grew while read (%d bytes when opened)", ErrFormat, size)
 	}
-	return readNpy(f, o, st.Size())
+	return v, nil
+}
+
+// openRegular opens path for reading and returns it with its size, or an
+// error when it is not a regular file (a FIFO, a device such as /dev/zero,
+// a directory; a symbolic link is judged by its target): reading those
+// could block forever or never end. It checks before the open, opens
+// without blocking (a FIFO's open otherwise waits for a writer) and checks
+// the open descriptor again, so a FIFO swapped in between is refused too.
+func openRegular(path string) (*os.File, int64, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, 0, fmt.Errorf("%w: not a regular file (%v)", ErrFormat, st.Mode().Type())
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, 0, err
+	}
+	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		if err == nil {
+			err = fmt.Errorf("%w: not a regular file (%v)", ErrFormat, st.Mode().Type())
+		}
+		return nil, 0, err
+	}
+	return f, st.Size(), nil
 }
 
 // readNpy reads one array; size >= 0 is the total input size, which must
