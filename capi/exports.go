@@ -149,6 +149,23 @@ func mlgo_loader_len(h C.ml_loader_t, batches, samples *C.int64_t) (rc C.int) {
 	return statusOK
 }
 
+//export mlgo_loader_progress
+func mlgo_loader_progress(h C.ml_loader_t, delivered, skipped *C.int64_t) (rc C.int) {
+	defer guard(&rc)
+	l, rc := loaderOf("ml_loader_progress", h)
+	if rc != statusOK {
+		return rc
+	}
+	d, s := l.Progress()
+	if delivered != nil {
+		*delivered = C.int64_t(d)
+	}
+	if skipped != nil {
+		*skipped = C.int64_t(s)
+	}
+	return statusOK
+}
+
 //export mlgo_loader_feed
 func mlgo_loader_feed(h C.ml_loader_t, indices *C.int64_t, n C.int64_t, sizes *C.int64_t, nbatches C.int64_t, last C.int32_t) (rc C.int) {
 	defer guard(&rc)

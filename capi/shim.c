@@ -114,6 +114,11 @@ int ml_loader_len(ml_loader_t loader, int64_t* batches, int64_t* samples) {
   return mlgo_loader_len(loader, batches, samples);
 }
 
+int ml_loader_progress(ml_loader_t loader, int64_t* delivered, int64_t* skipped) {
+  ENTER();
+  return mlgo_loader_progress(loader, delivered, skipped);
+}
+
 int ml_loader_start_epoch(ml_loader_t loader, int64_t epoch) {
   ENTER();
   return mlgo_loader_start_epoch(loader, epoch);

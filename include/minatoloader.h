@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change of this header. */
-#define ML_ABI_VERSION 3
+#define ML_ABI_VERSION 4
 
 /* ---------------------------------------------------------------- DLPack
  * The subset of dlpack.h (v1.1) that the library produces. If the real
@@ -208,6 +208,15 @@ int ml_dataset_info(const char* dataset_json, char* buf, size_t len,
  * Returns: ML_OK, ML_ERR_INVALID_HANDLE, ML_ERR_CLOSED. */
 int ml_loader_len(ml_loader_t loader, int64_t* batches, int64_t* samples);
 
+/* The current epoch's samples delivered (in batches ml_loader_next
+ * returned) and skipped (left out under on_error "skip"); 0 and 0 before the
+ * first epoch. The host of a "feed" loader keeps max_inflight samples fed
+ * beyond delivered + skipped: a skipped sample frees its place in flight
+ * without reaching a batch. delivered or skipped may be NULL.
+ * Returns: ML_OK, ML_ERR_INVALID_HANDLE, ML_ERR_CLOSED. */
+int ml_loader_progress(ml_loader_t loader, int64_t* delivered,
+                       int64_t* skipped);
+
 /* Starts epoch `epoch` (>= 0): samples are ordered by (seed, epoch) and
  * work begins at once in the background. An epoch still running is
  * cancelled first; its undelivered batches are dropped.
@@ -219,8 +228,9 @@ int ml_loader_start_epoch(ml_loader_t loader, int64_t epoch);
  * with "feed": true (the host's sampler orders the samples; a Python
  * dataset's loader always is). sizes[0..nbatches) cut indices[0..n) into
  * batches (each >= 1, at most max_inflight, summing to n); last != 0 ends the
- * epoch's order. Keep at least max_inflight samples fed beyond the batches
- * received, or end the order, else ml_loader_next waits for more.
+ * epoch's order. Keep at least max_inflight samples fed beyond the samples
+ * received and skipped (ml_loader_progress), or end the order, else
+ * ml_loader_next waits for more.
  * Returns: ML_OK, ML_ERR_INVALID_ARGUMENT (sizes do not add up, an index out
  * of range, the order already ended, not a feed loader), ML_ERR_STATE (no
  * epoch started), ML_ERR_INVALID_HANDLE, ML_ERR_CLOSED.

@@ -419,3 +419,40 @@ func TestInflightMemoryIsBoundedUpFront(t *testing.T) {
 	}
 	l.Close()
 }
+
+// TestManySkipsDoNotStallTheEpoch: a skipped sample gives back its
+// in-flight token. It kept it, so an epoch with more skips than
+// max_inflight stalled for ever (found by TestFaultInjection).
+func TestManySkipsDoNotStallTheEpoch(t *testing.T) {
+	for _, inOrder := range []bool{true, false} {
+		src := &testSource{n: 100, shape: []int64{2}, hook: func(c *pipeline.Ctx, s *pipeline.Sample) error {
+			if s.Index%2 == 1 {
+				return errInjectedRead
+			}
+			return nil
+		}}
+		l, err := New(cfgFor(t, fmt.Sprintf(`{"batch_size": 2, "max_inflight": 8, "in_order": %v, "on_error": "skip"}`, inOrder)), src, &batch.GoAllocator{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.StartEpoch(0)
+		got := 0
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			b, err := l.Next(ctx)
+			cancel()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("in_order=%v: after %d samples: %v", inOrder, got, err)
+			}
+			got += b.N
+			b.Release()
+		}
+		if skipped := len(l.Stats().EpochSkipped); got != 50 || skipped != 50 {
+			t.Fatalf("in_order=%v: %d delivered, %d skipped, want 50 and 50", inOrder, got, skipped)
+		}
+		l.Close()
+	}
+}

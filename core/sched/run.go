@@ -68,7 +68,8 @@ type epochRun struct {
 	skipped  []int64    // indices left out under on_error=skip
 	lastSkip string
 
-	dispatched atomic.Bool // every sample of the epoch was dispatched
+	delivered  atomic.Int64 // samples in batches handed to the consumer
+	dispatched atomic.Bool  // every sample of the epoch was dispatched
 	prefetched atomic.Bool // the next epoch was started
 }
 
@@ -613,6 +614,7 @@ func (r *epochRun) settle(it *item) bool {
 		r.errMu.Unlock()
 		if ok {
 			l.st.skipped.Add(1)
+			<-r.tokens // the sample will never be in a batch: its in-flight slot is free
 			return true
 		}
 		r.failWith(&BudgetError{Budget: l.cfg.MaxSkipped, Err: it.err})

@@ -315,7 +315,26 @@ func (l *Loader) Next(ctx context.Context) (*batch.Batch, error) {
 	}
 	l.st.batchesOut.Add(1)
 	l.st.samplesOut.Add(int64(r.b.N))
+	run.delivered.Add(int64(r.b.N))
 	return r.b, nil
+}
+
+// Progress reports the current epoch's samples handed to the consumer and
+// those left out under on_error=skip (0, 0 before StartEpoch). The host of
+// a fed loader keeps max_inflight samples fed beyond delivered + skipped:
+// a skipped sample frees its in-flight slot without ever reaching a batch.
+// Safe for concurrent use; no allocation.
+func (l *Loader) Progress() (delivered, skipped int64) {
+	l.mu.Lock()
+	run := l.run
+	l.mu.Unlock()
+	if run == nil {
+		return 0, 0
+	}
+	run.errMu.Lock()
+	skipped = int64(len(run.skipped))
+	run.errMu.Unlock()
+	return run.delivered.Load(), skipped
 }
 
 func (l *Loader) isClosed() bool {

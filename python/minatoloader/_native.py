@@ -48,7 +48,7 @@ from .errors import (
     StateError,
 )
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 LIBRARY_ENV = "MINATOLOADER_LIBRARY"
 LIBRARY_NAME = "libminatoloader.so"
 
@@ -199,6 +199,7 @@ _PROTOTYPES: dict[str, tuple[object, list[object]]] = {
     "ml_last_error": (c_int, [c_char_p, c_size_t, POINTER(c_size_t)]),
     "ml_loader_create": (c_int, [c_char_p, POINTER(c_uint64)]),
     "ml_loader_len": (c_int, [c_uint64, POINTER(c_int64), POINTER(c_int64)]),
+    "ml_loader_progress": (c_int, [c_uint64, POINTER(c_int64), POINTER(c_int64)]),
     "ml_loader_start_epoch": (c_int, [c_uint64, c_int64]),
     "ml_loader_feed": (c_int, [c_uint64, c_void_p, c_int64, c_void_p, c_int64, c_int32]),
     "ml_loader_next": (c_int, [c_uint64, c_int64, POINTER(c_uint64)]),
@@ -394,6 +395,14 @@ def loader_len(loader: int) -> tuple[int, int]:
     batches, samples = c_int64(0), c_int64(0)
     _check(lib, lib.ml_loader_len(loader, byref(batches), byref(samples)), "ml_loader_len")
     return int(batches.value), int(samples.value)
+
+
+def loader_progress(loader: int) -> tuple[int, int]:
+    """This epoch's samples (delivered, skipped)."""
+    lib = library()
+    delivered, skipped = c_int64(0), c_int64(0)
+    _check(lib, lib.ml_loader_progress(loader, byref(delivered), byref(skipped)), "ml_loader_progress")
+    return int(delivered.value), int(skipped.value)
 
 
 def loader_start_epoch(loader: int, epoch: int) -> None:

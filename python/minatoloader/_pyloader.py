@@ -632,7 +632,13 @@ class _EpochIter:
         beyond those received, or the sampler ends."""
         if self.exhausted:
             return
-        want = self.received + self.max_inflight + self.max_batch
+        settled = self.received
+        if self.st.opts["on_error"] == "skip":
+            # A skipped sample frees its place in flight without reaching a
+            # batch: count it, or an epoch with more skips than max_inflight
+            # waits for a feed that never comes.
+            settled += _native.loader_progress(self.go)[1]
+        want = settled + self.max_inflight + self.max_batch
         idx: list[int] = []
         sizes: list[int] = []
         while self.fed + len(idx) < want:

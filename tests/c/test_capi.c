@@ -374,6 +374,41 @@ static void test_feed(void) {
   ml_batch_t b = 0;
   CHECK_RC(ml_loader_next(l, 10000, &b), ML_END_OF_EPOCH);
   CHECK_RC(ml_loader_close(l), ML_OK);
+  /* Skipped samples are reported, so that the host feeds beyond them. */
+  CHECK_RC(ml_loader_create(
+               "{\"feed\":true,\"batch_size\":4,\"max_inflight\":8,"
+               "\"on_error\":\"skip\",\"workers\":2,\"dataset\":{"
+               "\"length\":20,\"shape\":[2],\"dtype\":\"float32\","
+               "\"fail_indices\":[1,2,3,5]}}",
+               &l),
+           ML_OK);
+  int64_t delivered = -1, skipped = -1;
+  CHECK_RC(ml_loader_progress(l, &delivered, &skipped), ML_OK);
+  CHECK(delivered == 0 && skipped == 0, "before an epoch: %lld, %lld",
+        (long long)delivered, (long long)skipped);
+  CHECK_RC(ml_loader_start_epoch(l, 0), ML_OK);
+  int64_t order[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  int64_t fours[2] = {4, 4};
+  CHECK_RC(ml_loader_feed(l, order, 8, fours, 2, 1), ML_OK);
+  int64_t got = 0;
+  for (;;) {
+    ml_batch_t fb = 0;
+    int rc = ml_loader_next(l, 10000, &fb);
+    if (rc == ML_END_OF_EPOCH) break;
+    CHECK_RC(rc, ML_OK);
+    if (rc != ML_OK) break;
+    ml_batch_info_t bi;
+    CHECK_RC(ml_batch_info(fb, &bi), ML_OK);
+    got += bi.num_samples;
+    CHECK_RC(ml_batch_release(fb), ML_OK);
+  }
+  CHECK_RC(ml_loader_progress(l, &delivered, NULL), ML_OK);
+  CHECK_RC(ml_loader_progress(l, NULL, &skipped), ML_OK);
+  CHECK(got == 4 && delivered == 4 && skipped == 4,
+        "got %lld, progress %lld delivered, %lld skipped", (long long)got,
+        (long long)delivered, (long long)skipped);
+  CHECK_RC(ml_loader_close(l), ML_OK);
+  CHECK_RC(ml_loader_progress(l, &delivered, &skipped), ML_ERR_CLOSED);
   /* A loader that orders itself refuses a feed. */
   CHECK_RC(ml_loader_create(cfg_small, &l), ML_OK);
   CHECK_RC(ml_loader_start_epoch(l, 0), ML_OK);
