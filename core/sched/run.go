@@ -70,7 +70,7 @@ type epochRun struct {
 
 	delivered  atomic.Int64 // samples in batches handed to the consumer
 	dispatched atomic.Bool  // every sample of the epoch was dispatched
-	prefetched atomic.Bool // the next epoch was started
+	prefetched atomic.Bool  // the next epoch was started
 }
 
 func (l *Loader) newRun(epoch int64, f *feed) *epochRun {
