@@ -151,8 +151,8 @@ func (r *epochRun) stop() {
 	done := make(chan struct{})
 	liveGoroutines.Add(1)
 	go func() {
-		defer liveGoroutines.Add(-1)
 		r.wg.Wait()
+		liveGoroutines.Add(-1) // before done: once stop returns, the count is exact
 		close(done)
 	}()
 	grace := r.l.stopGrace
