@@ -116,6 +116,19 @@ type Dataset struct {
 	// default, PIL's 89478485); MaxFileBytes bounds any file read (0: 1 GiB).
 	MaxPixels    int64 `json:"max_pixels"`
 	MaxFileBytes int64 `json:"max_file_bytes"`
+	// MaxSampleBytes bounds what one transform makes of a sample when it
+	// can grow it (a resampled waveform, a spectrogram, a spliced feature
+	// matrix, a resized image, a padded volume crop), checked before the
+	// output is allocated; the error names the file and the transform.
+	// 0: the default, 256 MiB (as much as the largest decoded input the
+	// default limits let through: 2^26 float32 audio samples, or
+	// max_pixels RGB bytes).
+	MaxSampleBytes int64 `json:"max_sample_bytes"`
+	// RootBytes and ListBytes, when set, are root and list as the bytes
+	// of the file name (base64 in JSON), and take their place: a name
+	// that is not UTF-8 cannot travel losslessly as a JSON string.
+	RootBytes []byte `json:"root_bytes"`
+	ListBytes []byte `json:"list_bytes"`
 	// DecodeScale lets fused image chains decode JPEGs at a DCT-reduced
 	// size that still covers the output: faster, and close to (no longer
 	// equal to) torchvision's pixels. Random parameters are unchanged.
@@ -331,6 +344,15 @@ func (d *Dataset) validate() error {
 	}
 	if d.MaxFileBytes < 0 {
 		return bad("max_file_bytes", "must be >= 0, got %d", d.MaxFileBytes)
+	}
+	if d.MaxSampleBytes < 0 {
+		return bad("max_sample_bytes", "must be >= 0, got %d", d.MaxSampleBytes)
+	}
+	if bytes.IndexByte(d.RootBytes, 0) >= 0 {
+		return bad("root_bytes", "a file name cannot hold a NUL byte")
+	}
+	if bytes.IndexByte(d.ListBytes, 0) >= 0 {
+		return bad("list_bytes", "a file name cannot hold a NUL byte")
 	}
 	if d.Collate != "" && d.Collate != "stack" && d.Collate != "pad" {
 		return bad("collate", "must be \"stack\" or \"pad\", got %q", d.Collate)

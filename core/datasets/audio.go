@@ -3,6 +3,7 @@ package datasets
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 
@@ -33,7 +34,8 @@ func init() {
 type audioSource struct {
 	files   []File
 	classes []string
-	limit   int64
+	limit   int64 // max_file_bytes
+	out     int64 // max_sample_bytes: the waveform or features of any step
 	fields  []batch.FieldSpec
 	steps   []pipeline.Step
 }
@@ -62,6 +64,16 @@ type audioState struct {
 	feat  audio.Features
 	valid int
 	spec  bool
+	path  string // the file, for errors
+}
+
+// fits checks that op's output of n float32 values (what describes them)
+// is within max_sample_bytes, before it is allocated.
+func (s *audioSource) fits(st *audioState, op string, n int64, what string) error {
+	if b := 4 * n; n < 0 || b > s.out {
+		return outputError(st.path, op, what, b, s.out)
+	}
+	return nil
 }
 
 // audioOp is one parsed op of an audio chain.
@@ -92,7 +104,7 @@ var audioOps = []string{"resample", "pad_trim", "spectrogram", "mel", "log", "fr
 	"frame_splicing", "normalize_features"}
 
 func newAudioSource(d config.Dataset, files []File, classes []string) (*audioSource, error) {
-	s := &audioSource{files: files, classes: classes, limit: d.MaxFileBytes}
+	s := &audioSource{files: files, classes: classes, limit: d.MaxFileBytes, out: d.MaxSampleBytes}
 	steps := []pipeline.Step{{Name: "decode_wav", Fn: s.decode}}
 	rate := 0     // the sample rate, once fixed by resample
 	length := 0   // samples, once fixed by pad_trim
@@ -146,6 +158,10 @@ func newAudioSource(d config.Dataset, files []File, classes []string) (*audioSou
 					cache[st.wave.Rate] = r
 				}
 				mu.Unlock()
+				n := int64(r.OutLen(st.wave.Frames())) * int64(st.wave.Channels)
+				if err := s.fits(st, name, n, fmt.Sprintf("%d Hz -> %d Hz: %d samples", st.wave.Rate, to, n)); err != nil {
+					return err
+				}
 				var out audio.Waveform
 				if err := r.ResampleWaveform(&out, st.wave); err != nil {
 					return err
@@ -157,6 +173,9 @@ func newAudioSource(d config.Dataset, files []File, classes []string) (*audioSou
 		case "pad_trim":
 			if o.Length < 1 {
 				return nil, opError(i, name, "length must be >= 1, got %d", o.Length)
+			}
+			if b := 4 * int64(o.Length); b > d.MaxSampleBytes {
+				return nil, opError(i, name, "length %d: %d bytes of float32, more than max_sample_bytes (%d)", o.Length, b, d.MaxSampleBytes)
 			}
 			length = o.Length
 			opts := audio.PadTrimOptions{Length: o.Length, Trim: audio.TrimStart}
@@ -203,6 +222,13 @@ func newAudioSource(d config.Dataset, files []File, classes []string) (*audioSou
 			step = func(c *pipeline.Ctx, st *audioState) error {
 				t := pool.Get().(*audio.STFT)
 				defer pool.Put(t)
+				nf, err := t.NumFrames(len(st.wave.Samples))
+				if err != nil {
+					return err
+				}
+				if err := s.fits(st, name, int64(nf)*int64(t.Bins()), fmt.Sprintf("%d frames x %d bins", nf, t.Bins())); err != nil {
+					return err
+				}
 				var f audio.Features
 				if err := t.Spectrogram(&f, st.wave.Channel(0)); err != nil {
 					return err
@@ -234,7 +260,11 @@ func newAudioSource(d config.Dataset, files []File, classes []string) (*audioSou
 				return nil, opError(i, name, "%v", err)
 			}
 			bins = o.NMels
+			nmels := o.NMels
 			step = func(c *pipeline.Ctx, st *audioState) error {
+				if err := s.fits(st, name, int64(st.feat.Frames)*int64(nmels), fmt.Sprintf("%d frames x %d mels", st.feat.Frames, nmels)); err != nil {
+					return err
+				}
 				var f audio.Features
 				if err := bank.Apply(&f, st.feat); err != nil {
 					return err
@@ -275,6 +305,11 @@ func newAudioSource(d config.Dataset, files []File, classes []string) (*audioSou
 			}
 			bins *= stack
 			step = func(c *pipeline.Ctx, st *audioState) error {
+				nf := (int64(st.feat.Frames) + int64(sub) - 1) / int64(sub)
+				nb := int64(st.feat.Bins) * int64(stack)
+				if err := s.fits(st, name, nf*nb, fmt.Sprintf("%d frames x %d values", nf, nb)); err != nil {
+					return err
+				}
 				var f audio.Features
 				if err := audio.Splice(&f, st.feat, stack, sub); err != nil {
 					return err
@@ -323,17 +358,20 @@ func newAudioSource(d config.Dataset, files []File, classes []string) (*audioSou
 		binary.LittleEndian.PutUint64(smp.Fields[1].Data, uint64(st.valid))
 		return nil
 	}})
-	s.steps = steps
+	s.steps = namedSteps(steps, func(i int64) string { return s.files[i].Path })
 	s.fields = []batch.FieldSpec{feat, {Name: "length", DType: config.DTypes["int64"]}, {Name: "label", DType: config.DTypes["int64"]}}
 	return s, nil
 }
 
 func (s *audioSource) decode(c *pipeline.Ctx, smp *pipeline.Sample) error {
 	data := smp.State.([]byte)
-	w, err := audio.DecodeWAV(data, &audio.DecodeOptions{Mono: true})
+	path := s.files[smp.Index].Path
+	// The decoded float32 samples are bounded by max_sample_bytes (the
+	// default, 256 MiB, is audio.DefaultMaxSamples).
+	w, err := audio.DecodeWAV(data, &audio.DecodeOptions{Mono: true, MaxSamples: int(max(1, min(s.out/4, math.MaxInt32)))})
 	if err != nil {
-		return fmt.Errorf("%q: %w", s.files[smp.Index].Path, err)
+		return fmt.Errorf("%q: %w", path, err)
 	}
-	smp.State = &audioState{wave: w, valid: w.Frames()}
+	smp.State = &audioState{wave: w, valid: w.Frames(), path: path}
 	return nil
 }

@@ -18,6 +18,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/minatoloader/minatoloader/core/config"
 	"github.com/minatoloader/minatoloader/core/pipeline"
@@ -28,15 +30,31 @@ import (
 const (
 	DefaultMaxPixels    = 89478485 // PIL's Image.MAX_IMAGE_PIXELS
 	DefaultMaxFileBytes = 1 << 30
+	// DefaultMaxSampleBytes bounds what a transform that can grow a sample
+	// makes of it: 256 MiB, as much as the largest decoded input the other
+	// defaults let through (2^26 float32 audio samples; DefaultMaxPixels
+	// RGB bytes, 2^28 - 1).
+	DefaultMaxSampleBytes = 1 << 28
 )
 
 // Open builds the source d describes. Errors name the option at fault.
+// d.RootBytes and d.ListBytes, when set, replace d.Root and d.List (file
+// names that are not UTF-8, sent from Python as bytes).
 func Open(d config.Dataset) (pipeline.Source, error) {
 	if d.MaxPixels == 0 {
 		d.MaxPixels = DefaultMaxPixels
 	}
 	if d.MaxFileBytes == 0 {
 		d.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if d.MaxSampleBytes == 0 {
+		d.MaxSampleBytes = DefaultMaxSampleBytes
+	}
+	if d.RootBytes != nil {
+		d.Root = string(d.RootBytes)
+	}
+	if d.ListBytes != nil {
+		d.List = string(d.ListBytes)
 	}
 	switch d.Kind {
 	case "synthetic":
@@ -77,6 +95,35 @@ func decodeOp(raw json.RawMessage, i int, op string, params any) error {
 		return fmt.Errorf("config: option \"dataset.transforms[%d]\" (%s): %v", i, op, err)
 	}
 	return nil
+}
+
+// outputError is a sample's error for a transform whose output would be
+// larger than max_sample_bytes; what describes the output.
+func outputError(path, op, what string, bytes, limit int64) error {
+	return fmt.Errorf("%q: %s: %s is %d bytes, more than the limit of %d (max_sample_bytes)", path, op, what, bytes, limit)
+}
+
+// namedSteps returns steps whose errors name the sample's file (quoted
+// with %q, so printable) and the step, unless the message quotes the file
+// already: every sample error of a file dataset then says which file, even
+// where it is read without the scheduler's SampleError around it.
+func namedSteps(steps []pipeline.Step, path func(index int64) string) []pipeline.Step {
+	out := make([]pipeline.Step, len(steps))
+	for i, st := range steps {
+		fn, name := st.Fn, st.Name
+		out[i] = pipeline.Step{Name: name, Fn: func(c *pipeline.Ctx, smp *pipeline.Sample) error {
+			err := fn(c, smp)
+			if err == nil {
+				return nil
+			}
+			q := strconv.Quote(path(smp.Index))
+			if strings.Contains(err.Error(), q) {
+				return err
+			}
+			return fmt.Errorf("%s: %s: %w", q, name, err)
+		}}
+	}
+	return out
 }
 
 // opError names transforms[i] in a validation error.

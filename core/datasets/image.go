@@ -62,7 +62,8 @@ func JPEGDecoderName() string {
 type imageSource struct {
 	files   []File
 	classes []string
-	limit   int64
+	limit   int64 // max_file_bytes
+	out     int64 // max_sample_bytes
 	dec     *imageops.Decoder
 	fields  []batch.FieldSpec
 	steps   []pipeline.Step
@@ -72,6 +73,8 @@ func (s *imageSource) Len() int64                { return int64(len(s.files)) }
 func (s *imageSource) Fields() []batch.FieldSpec { return s.fields }
 func (s *imageSource) Steps() []pipeline.Step    { return s.steps }
 func (s *imageSource) Classes() []string         { return s.classes }
+
+func (s *imageSource) filePath(index int64) string { return s.files[index].Path }
 
 // Load reads the file (the chain's first step decodes it) and the label.
 func (s *imageSource) Load(c *pipeline.Ctx, index int64, smp *pipeline.Sample) error {
@@ -118,8 +121,11 @@ var imageOps = []string{"resize", "center_crop", "random_crop", "random_resized_
 	"random_horizontal_flip", "random_vertical_flip", "color_jitter", "to_tensor", "pil_to_tensor", "normalize"}
 
 // parseImageChain reads and checks the chain, and follows the image's size
-// through it: the output must have a fixed size and be a tensor.
-func parseImageChain(raws []json.RawMessage, pad bool) (ops []imgOp, out batch.FieldSpec, err error) {
+// through it: the output must have a fixed size and be a tensor. A fixed
+// size that an op makes (a resize, a crop that pads) must fit in
+// maxBytes as RGB bytes (max_sample_bytes); a size that depends on the
+// image (resize to a smaller edge) is checked per sample.
+func parseImageChain(raws []json.RawMessage, pad bool, maxBytes int64) (ops []imgOp, out batch.FieldSpec, err error) {
 	h, w, known := 0, 0, false // the image size, when fixed
 	tensor := ""               // "float32" after to_tensor, "uint8" after pil_to_tensor
 	for i, raw := range raws {
@@ -139,6 +145,11 @@ func parseImageChain(raws []json.RawMessage, pad bool) (ops []imgOp, out batch.F
 				for _, v := range o.Size {
 					if v < 1 || v > 1<<15 {
 						return opError(i, name, "size %v: every value must be in [1, 32768]", o.Size)
+					}
+				}
+				if h, w := o.hw(); len(o.Size) == 2 || name != "resize" {
+					if b := 3 * int64(h) * int64(w); b > maxBytes {
+						return opError(i, name, "size %v: %d RGB bytes, more than max_sample_bytes (%d)", o.Size, b, maxBytes)
 					}
 				}
 				return nil
@@ -208,7 +219,7 @@ func parseImageChain(raws []json.RawMessage, pad bool) (ops []imgOp, out batch.F
 }
 
 func newImageSource(d config.Dataset, files []File, classes []string) (*imageSource, error) {
-	ops, out, err := parseImageChain(d.Transforms, d.Collate == "pad")
+	ops, out, err := parseImageChain(d.Transforms, d.Collate == "pad", d.MaxSampleBytes)
 	if err != nil {
 		return nil, err
 	}
@@ -216,6 +227,7 @@ func newImageSource(d config.Dataset, files []File, classes []string) (*imageSou
 		files:   files,
 		classes: classes,
 		limit:   d.MaxFileBytes,
+		out:     d.MaxSampleBytes,
 		dec:     imageops.NewDecoder(&imageops.DecodeOptions{MaxPixels: d.MaxPixels, Mode: imageops.RGB, JPEG: jpegDecoder}),
 		fields:  []batch.FieldSpec{out, {Name: "label", DType: config.DTypes["int64"]}},
 	}
@@ -223,11 +235,11 @@ func newImageSource(d config.Dataset, files []File, classes []string) (*imageSou
 		if step, ok := s.scaledFused(ops); ok {
 			// Two steps, as the unscaled chain has: the fused step draws
 			// from the same generator (step 2) and so the same parameters.
-			s.steps = []pipeline.Step{{Name: "decode_header", Fn: s.decodeHeader}, step}
+			s.steps = namedSteps([]pipeline.Step{{Name: "decode_header", Fn: s.decodeHeader}, step}, s.filePath)
 			return s, nil
 		}
 	}
-	s.steps = append([]pipeline.Step{{Name: "decode", Fn: s.decode}}, compileImageOps(ops)...)
+	s.steps = namedSteps(append([]pipeline.Step{{Name: "decode", Fn: s.decode}}, s.compileImageOps(ops)...), s.filePath)
 	return s, nil
 }
 
@@ -237,7 +249,7 @@ func newImageSource(d config.Dataset, files []File, classes []string) (*imageSou
 // the output resolution, and the crop is mapped onto it. ok is false when
 // the chain has no fused form.
 func (s *imageSource) scaledFused(ops []imgOp) (pipeline.Step, bool) {
-	fused := compileImageOps(ops)
+	fused := s.compileImageOps(ops)
 	if len(fused) != 1 || !strings.HasSuffix(fused[0].Name, "(fused)") {
 		return pipeline.Step{}, false
 	}
@@ -320,7 +332,7 @@ var scratchPool = sync.Pool{New: func() any { return new(imageops.Scratch) }}
 // imageops.Scratch.Fused): RandomResizedCrop [+ RandomHorizontalFlip] +
 // ToTensor [+ Normalize] (training) and Resize(s) + CenterCrop + ToTensor
 // [+ Normalize] (evaluation). Each other op is one step.
-func compileImageOps(ops []imgOp) []pipeline.Step {
+func (s *imageSource) compileImageOps(ops []imgOp) []pipeline.Step {
 	names := make([]string, len(ops))
 	for i, o := range ops {
 		names[i] = o.Op
@@ -381,7 +393,7 @@ func compileImageOps(ops []imgOp) []pipeline.Step {
 			}})
 			continue
 		}
-		steps = append(steps, pipeline.Step{Name: o.Op, Fn: imageStep(o)})
+		steps = append(steps, pipeline.Step{Name: o.Op, Fn: s.imageStep(o)})
 	}
 	return steps
 }
@@ -409,7 +421,7 @@ func floats(b []byte) []float32 {
 }
 
 // imageStep is one unfused op on the sample's *imageops.Image.
-func imageStep(o imgOp) func(c *pipeline.Ctx, smp *pipeline.Sample) error {
+func (s *imageSource) imageStep(o imgOp) func(c *pipeline.Ctx, smp *pipeline.Sample) error {
 	return func(c *pipeline.Ctx, smp *pipeline.Sample) error {
 		img := smp.State.(*imageops.Image)
 		switch o.Op {
@@ -417,6 +429,12 @@ func imageStep(o imgOp) func(c *pipeline.Ctx, smp *pipeline.Sample) error {
 			h, w := o.hw()
 			if len(o.Size) == 1 {
 				h, w = imageops.ResizeSize(img.H, img.W, o.Size[0])
+				// The longer edge follows the aspect ratio: a 1 x 100000
+				// image resized to a smaller edge of 1000 would be 1000 x
+				// 10^8.
+				if b := int64(img.C) * int64(h) * int64(w); b > s.out {
+					return outputError(s.files[smp.Index].Path, o.Op, fmt.Sprintf("%dx%d -> %dx%d", img.W, img.H, w, h), b, s.out)
+				}
 			}
 			return replace(smp, func(dst *imageops.Image) error {
 				s := scratchPool.Get().(*imageops.Scratch)

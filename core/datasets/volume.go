@@ -23,6 +23,7 @@ func init() {
 // "label", both [C, D, H, W].
 type volumeSource struct {
 	pairs  [][2]string
+	out    int64 // max_sample_bytes: each cropped volume
 	read   volume.ReadOptions
 	aug    volume.Augment
 	fields []batch.FieldSpec
@@ -31,7 +32,7 @@ type volumeSource struct {
 func (s *volumeSource) Len() int64                { return int64(len(s.pairs)) }
 func (s *volumeSource) Fields() []batch.FieldSpec { return s.fields }
 func (s *volumeSource) Steps() []pipeline.Step {
-	return []pipeline.Step{{Name: "augment_3d", Fn: s.augment}}
+	return namedSteps([]pipeline.Step{{Name: "augment_3d", Fn: s.augment}}, func(i int64) string { return s.pairs[i][0] })
 }
 
 // volumePair is a sample's State between load and augment.
@@ -53,6 +54,24 @@ func (s *volumeSource) Load(c *pipeline.Ctx, index int64, smp *pipeline.Sample) 
 
 func (s *volumeSource) augment(c *pipeline.Ctx, smp *pipeline.Sample) error {
 	p := smp.State.(volumePair)
+	// The crop pads a volume smaller than its size: its output is bounded
+	// by the crop size and the channels, not by the file.
+	for k, v := range []*volume.Volume{p.image, p.label} {
+		esize := int64(v.DType.Size())
+		if k == 0 {
+			esize = max(esize, 4, int64(s.aug.ImageType.Size())) // worked on in float32
+		}
+		n := esize
+		for _, d := range v.Shape[:max(0, len(v.Shape)-3)] {
+			n *= int64(d)
+		}
+		for _, d := range s.aug.Crop.Size {
+			n *= int64(d)
+		}
+		if n > s.out {
+			return outputError(s.pairs[smp.Index][k], "random_crop_3d", fmt.Sprintf("the crop %v of shape %v", s.aug.Crop.Size, v.Shape), n, s.out)
+		}
+	}
 	img, lbl, _, err := s.aug.Run(&c.Rand, p.image, p.label)
 	if err != nil {
 		return fmt.Errorf("%q: %w", s.pairs[smp.Index][0], err)
@@ -90,7 +109,7 @@ type volOp struct {
 var volumeOrder = []string{"random_crop_3d", "random_flip_3d", "random_brightness", "gaussian_noise", "cast"}
 
 func newVolumeSource(d config.Dataset) (pipeline.Source, error) {
-	s := &volumeSource{read: volume.ReadOptions{MaxBytes: d.MaxFileBytes}}
+	s := &volumeSource{out: d.MaxSampleBytes, read: volume.ReadOptions{MaxBytes: d.MaxFileBytes}}
 	entries, err := os.ReadDir(d.Root)
 	if err != nil {
 		return nil, fmt.Errorf("dataset root %q: %w", d.Root, err)
@@ -141,6 +160,10 @@ func newVolumeSource(d config.Dataset) (pipeline.Source, error) {
 		case "random_crop_3d":
 			if len(o.Size) != 3 || o.Size[0] < 1 || o.Size[1] < 1 || o.Size[2] < 1 {
 				return nil, opError(i, name, "size must be [d, h, w] of ints >= 1, got %v", o.Size)
+			}
+			if o.Size[0] > 1<<15 || o.Size[1] > 1<<15 || o.Size[2] > 1<<15 ||
+				4*int64(o.Size[0])*int64(o.Size[1])*int64(o.Size[2]) > d.MaxSampleBytes {
+				return nil, opError(i, name, "size %v: more than max_sample_bytes (%d) as float32", o.Size, d.MaxSampleBytes)
 			}
 			if !(o.ForegroundP >= 0 && o.ForegroundP <= 1) {
 				return nil, opError(i, name, "foreground_p must be in [0, 1], got %v", o.ForegroundP)
