@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/minatoloader/minatoloader/core/config"
 	"github.com/minatoloader/minatoloader/core/pipeline"
@@ -136,6 +137,9 @@ type Info struct {
 	Length  int64       `json:"length"`
 	Fields  []FieldInfo `json:"fields"`
 	Classes []string    `json:"classes,omitempty"`
+	// ClassesBytes are the class names as bytes (base64 in JSON), given
+	// when one is not UTF-8: JSON would replace its bytes with U+FFFD.
+	ClassesBytes [][]byte `json:"classes_bytes,omitempty"`
 	// JPEGDecoder names the JPEG decoder of image datasets.
 	JPEGDecoder string `json:"jpeg_decoder,omitempty"`
 }
@@ -161,6 +165,14 @@ func Describe(src pipeline.Source) Info {
 	}
 	if c, ok := src.(Classer); ok {
 		info.Classes = c.Classes()
+		for _, name := range info.Classes {
+			if !utf8.ValidString(name) {
+				for _, name := range info.Classes {
+					info.ClassesBytes = append(info.ClassesBytes, []byte(name))
+				}
+				break
+			}
+		}
 	}
 	if _, ok := src.(*imageSource); ok {
 		info.JPEGDecoder = JPEGDecoderName()

@@ -17,6 +17,7 @@ NpyPairs        root/<case>_x.npy + <case>_y.npy      image, label (volumes)
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from collections.abc import Sequence
@@ -31,6 +32,22 @@ __all__ = ["FileDataset", "ImageFolder", "FileList", "AudioFolder", "NpyPairs"]
 TransformArg = Optional[Union[Compose, Transform, Sequence[Transform]]]
 
 
+def _path_option(key: str, path: str | bytes | os.PathLike[Any]) -> dict[str, str]:
+    """The config entries for a file name: ``{key: name}`` as a str, and
+    when the name's bytes are not UTF-8 (a str holding surrogate escapes,
+    or bytes), also ``{key + "_bytes": base64 of the bytes}``, which the
+    library uses in its place: JSON strings cannot carry such a name
+    losslessly."""
+    raw = os.fsencode(path)
+    name = os.fsdecode(raw)
+    try:
+        if name.encode("utf-8") == raw:
+            return {key: name}
+    except UnicodeEncodeError:
+        pass
+    return {key: name, key + "_bytes": base64.b64encode(raw).decode("ascii")}
+
+
 class FileDataset(Dataset[Any]):
     """Base of the native file datasets."""
 
@@ -43,6 +60,7 @@ class FileDataset(Dataset[Any]):
         extensions: Sequence[str] | None = None,
         max_pixels: int | None = None,
         max_file_bytes: int | None = None,
+        max_sample_bytes: int | None = None,
         decode_scale: bool = False,
         collate: str = "stack",
         **source: Any,
@@ -55,6 +73,11 @@ class FileDataset(Dataset[Any]):
             self._config["max_pixels"] = int(max_pixels)
         if max_file_bytes is not None:
             self._config["max_file_bytes"] = int(max_file_bytes)
+        if max_sample_bytes is not None:
+            # Bounds what a transform that can grow a sample makes of it
+            # (Resample, Spectrogram, FrameSplicing, Resize, a padded 3D
+            # crop); 0 or None: 256 MiB.
+            self._config["max_sample_bytes"] = int(max_sample_bytes)
         if collate != "stack":
             # "pad": sizes the chain leaves variable are zero-padded to the
             # largest sample of each batch (audio without PadTrim, images
@@ -69,6 +92,9 @@ class FileDataset(Dataset[Any]):
         self._len = int(info["length"])
         self.fields: list[dict[str, Any]] = info["fields"]
         self.classes: list[str] = info.get("classes") or []
+        if info.get("classes_bytes"):
+            # Names that are not UTF-8, as torchvision has them (os.fsdecode).
+            self.classes = [os.fsdecode(base64.b64decode(c)) for c in info["classes_bytes"]]
         self.class_to_idx = {c: i for i, c in enumerate(self.classes)}
         # "libjpeg-turbo" or "image/jpeg" for image datasets, else None.
         self.jpeg_decoder: str | None = info.get("jpeg_decoder")
@@ -91,8 +117,8 @@ class ImageFolder(FileDataset):
 
     kind = "image_folder"
 
-    def __init__(self, root: str | os.PathLike[str], transform: TransformArg = None, **kwargs: Any) -> None:
-        super().__init__(transform, root=os.fspath(root), **kwargs)
+    def __init__(self, root: str | bytes | os.PathLike[Any], transform: TransformArg = None, **kwargs: Any) -> None:
+        super().__init__(transform, **_path_option("root", root), **kwargs)
 
 
 class FileList(FileDataset):
@@ -102,8 +128,8 @@ class FileList(FileDataset):
 
     kind = "file_list"
 
-    def __init__(self, list_file: str | os.PathLike[str], transform: TransformArg = None, **kwargs: Any) -> None:
-        super().__init__(transform, list=os.fspath(list_file), **kwargs)
+    def __init__(self, list_file: str | bytes | os.PathLike[Any], transform: TransformArg = None, **kwargs: Any) -> None:
+        super().__init__(transform, **_path_option("list", list_file), **kwargs)
 
 
 class AudioFolder(FileDataset):
@@ -112,8 +138,8 @@ class AudioFolder(FileDataset):
 
     kind = "audio_folder"
 
-    def __init__(self, root: str | os.PathLike[str], transform: TransformArg = None, **kwargs: Any) -> None:
-        super().__init__(transform, root=os.fspath(root), **kwargs)
+    def __init__(self, root: str | bytes | os.PathLike[Any], transform: TransformArg = None, **kwargs: Any) -> None:
+        super().__init__(transform, **_path_option("root", root), **kwargs)
 
 
 class NpyPairs(FileDataset):
@@ -122,5 +148,5 @@ class NpyPairs(FileDataset):
 
     kind = "npy_pairs"
 
-    def __init__(self, root: str | os.PathLike[str], transform: TransformArg = None, **kwargs: Any) -> None:
-        super().__init__(transform, root=os.fspath(root), **kwargs)
+    def __init__(self, root: str | bytes | os.PathLike[Any], transform: TransformArg = None, **kwargs: Any) -> None:
+        super().__init__(transform, **_path_option("root", root), **kwargs)
