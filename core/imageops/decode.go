@@ -218,6 +218,11 @@ func (d *Decoder) DecodeScaled(dst *Image, data []byte, minW, minH int) (Info, e
 	case FormatJPEG:
 		err = d.jpeg.DecodeJPEG(dst, data, d.mode, minW, minH)
 	case FormatPNG:
+		// Common PNGs stream into dst (decodePNGRows); the rest, and any
+		// file it finds malformed, go through image/png.
+		if err = decodePNGRows(dst, data, d.mode); err == nil {
+			break
+		}
 		var img image.Image
 		if img, err = png.Decode(bytes.NewReader(data)); err == nil {
 			err = FromImage(dst, img, d.mode)

@@ -58,5 +58,8 @@ func FuzzDecodePNG(f *testing.F) {
 	// paletted with transparency, truncated, a bomb header) and these.
 	f.Add([]byte("\x89PNG\r\n\x1a\n"))
 	f.Add(pngHeader(3, 2))
-	f.Fuzz(checkDecode)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		checkDecode(t, data)
+		checkPNGRows(t, data)
+	})
 }
