@@ -172,8 +172,8 @@ const (
 	// MaxLength bounds a synthetic dataset's length (the sampler holds one
 	// int64 per index).
 	MaxLength = 1 << 31
-	// MaxSampleBytes bounds the bytes of one synthetic sample.
-	MaxSampleBytes = 1 << 31
+	// MaxSyntheticSampleBytes bounds the bytes of one synthetic sample.
+	MaxSyntheticSampleBytes = 1 << 31
 )
 
 // DatasetKinds are the values of dataset.kind.
@@ -387,16 +387,16 @@ func (d *Dataset) validate() error {
 		}
 		elems *= s
 		if elems > 1<<31 {
-			return bad("shape", "a sample of more than 2^31 elements (more than %d bytes)", int64(MaxSampleBytes))
+			return bad("shape", "a sample of more than 2^31 elements (more than %d bytes)", int64(MaxSyntheticSampleBytes))
 		}
 	}
 	dt, ok := DTypes[d.DType]
 	if !ok {
 		return bad("dtype", "unknown dtype %q (known: %s)", d.DType, dtypeNames())
 	}
-	if elems*int64(dt.Size()) > MaxSampleBytes {
+	if elems*int64(dt.Size()) > MaxSyntheticSampleBytes {
 		return bad("shape", "a sample of %d %s elements is %d bytes, more than the limit of %d",
-			elems, d.DType, elems*int64(dt.Size()), int64(MaxSampleBytes))
+			elems, d.DType, elems*int64(dt.Size()), int64(MaxSyntheticSampleBytes))
 	}
 	switch {
 	case !(d.LightCostUS >= 0) || math.IsInf(d.LightCostUS, 0):

@@ -87,3 +87,37 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestSizeBounds: every size that reaches an allocation has an upper bound
+// and the error names its option (2^40 used to abort the process in the
+// scheduler's allocations).
+func TestSizeBounds(t *testing.T) {
+	const huge = "1099511627776" // 2^40
+	for _, tc := range []struct{ js, key string }{
+		{`{"batch_size": ` + huge + `}`, "batch_size"},
+		{`{"max_inflight": ` + huge + `}`, "max_inflight"},
+		{`{"prefetch_batches": ` + huge + `}`, "prefetch_batches"},
+		{`{"workers": ` + huge + `}`, "workers"},
+		{`{"max_workers": ` + huge + `}`, "max_workers"},
+		{`{"slow_workers": ` + huge + `}`, "slow_workers"},
+		{`{"stop_timeout_ms": 0}`, "stop_timeout_ms"},
+		{`{"dataset": {"length": ` + huge + `}}`, "dataset.length"},
+		{`{"dataset": {"shape": [2147483648], "dtype": "float64"}}`, "dataset.shape"},
+		{`{"dataset": {"shape": [1073741824], "dtype": "float64"}}`, "dataset.shape"},
+		{`{"dataset": {"kind": "image_folder", "max_sample_bytes": -1}}`, "dataset.max_sample_bytes"},
+	} {
+		_, err := Parse([]byte(tc.js))
+		if err == nil || !strings.Contains(err.Error(), `"`+tc.key+`"`) {
+			t.Errorf("Parse(%s): got %v, want an error naming %q", tc.js, err, tc.key)
+		}
+	}
+	// At the bounds, the derived max_inflight saturates instead of
+	// overflowing, and still holds a batch.
+	c, err := Parse([]byte(`{"batch_size": 4194304, "prefetch_batches": 65536}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MaxInflight != MaxInflightLimit {
+		t.Fatalf("derived max_inflight = %d, want the limit %d", c.MaxInflight, MaxInflightLimit)
+	}
+}
