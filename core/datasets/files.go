@@ -13,8 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"unicode/utf8"
+
+	"github.com/minatoloader/minatoloader/core/internal/regfile"
 )
 
 // File is one sample's file and its label.
@@ -272,50 +273,13 @@ func readFile(path string, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// openRegular opens path for reading and returns it with its size, or an
-// error naming it when it is not a regular file (a FIFO, a device such as
-// /dev/zero, a socket, a directory; a symbolic link is judged by what it
-// leads to). Reading from those could block forever (a FIFO with no
-// writer) or never end (/dev/zero). The file is checked before the open
-// (os.Stat) and, opened without blocking (O_NONBLOCK: opening a FIFO for
-// reading otherwise waits for a writer), again on the open descriptor
-// (fstat), so a FIFO swapped in between is refused too.
+// openRegular is regfile.Open with errors that name path.
 func openRegular(path string) (*os.File, int64, error) {
-	st, err := os.Stat(path)
+	f, size, err := regfile.Open(path)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%q: %w", path, unwrapPath(err))
 	}
-	if !st.Mode().IsRegular() {
-		return nil, 0, notRegular(path, st.Mode())
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, 0, fmt.Errorf("%q: %w", path, unwrapPath(err))
-	}
-	if st, err = f.Stat(); err != nil {
-		f.Close()
-		return nil, 0, fmt.Errorf("%q: %w", path, unwrapPath(err))
-	}
-	if !st.Mode().IsRegular() {
-		f.Close()
-		return nil, 0, notRegular(path, st.Mode())
-	}
-	return f, st.Size(), nil
-}
-
-func notRegular(path string, m fs.FileMode) error {
-	kind := "not a regular file"
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		kind += " (a FIFO)"
-	case m&fs.ModeDevice != 0:
-		kind += " (a device)"
-	case m&fs.ModeSocket != 0:
-		kind += " (a socket)"
-	case m.IsDir():
-		kind += " (a directory)"
-	}
-	return fmt.Errorf("%q: %s", path, kind)
+	return f, size, nil
 }
 
 // unwrapPath drops an *fs.PathError's own copy of the path (printed raw),

@@ -10,7 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/minatoloader/minatoloader/core/internal/regfile"
 )
 
 // Defaults of ReadOptions.
@@ -130,32 +131,14 @@ func readNpyFile(path string, o *ReadOptions) (*Volume, error) {
 	return v, nil
 }
 
-// openRegular opens path for reading and returns it with its size, or an
-// error when it is not a regular file (a FIFO, a device such as /dev/zero,
-// a directory; a symbolic link is judged by its target): reading those
-// could block forever or never end. It checks before the open, opens
-// without blocking (a FIFO's open otherwise waits for a writer) and checks
-// the open descriptor again, so a FIFO swapped in between is refused too.
+// openRegular is regfile.Open, a file that is not regular being ErrFormat.
 func openRegular(path string) (*os.File, int64, error) {
-	st, err := os.Stat(path)
-	if err != nil {
-		return nil, 0, err
+	f, size, err := regfile.Open(path)
+	var nr *regfile.NotRegularError
+	if errors.As(err, &nr) {
+		return nil, 0, fmt.Errorf("%w: %v", ErrFormat, nr)
 	}
-	if !st.Mode().IsRegular() {
-		return nil, 0, fmt.Errorf("%w: not a regular file (%v)", ErrFormat, st.Mode().Type())
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, 0, err
-	}
-	if st, err = f.Stat(); err != nil || !st.Mode().IsRegular() {
-		f.Close()
-		if err == nil {
-			err = fmt.Errorf("%w: not a regular file (%v)", ErrFormat, st.Mode().Type())
-		}
-		return nil, 0, err
-	}
-	return f, st.Size(), nil
+	return f, size, err
 }
 
 // readNpy reads one array; size >= 0 is the total input size, which must
