@@ -38,7 +38,7 @@ install: $(PKG_STAMP)
 demo: install
 	$(PY) examples/demo.py
 
-test: gotest fuzz ctest pytest
+test: gotest fuzz ctest pytest typecheck
 
 # Every decoder's fuzz target, briefly (FUZZTIME inputs each; a count, not a
 # duration: a timed run can end in a spurious "context deadline
@@ -62,6 +62,12 @@ gotest:
 
 pytest: install
 	$(PY) -m pytest -q -p no:cacheprovider tests/python
+
+# mypy on a typed user script, against the installed package (its py.typed):
+# what a user's type checker sees of minatoloader.DataLoader.
+.PHONY: typecheck
+typecheck: install
+	$(PY) -m mypy --config-file tests/typing/mypy.ini --cache-dir $(VENV)/.mypy_cache tests/typing/user_script.py
 
 bench: install
 	$(GO) test -run '^$$' -bench . -benchtime 200000x ./core/sched/
