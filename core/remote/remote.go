@@ -45,6 +45,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -59,21 +60,51 @@ import (
 // ErrClosed is returned by Load once the pool is closed.
 var ErrClosed = errors.New("remote: pool closed")
 
-// PythonError is an exception raised by user code in a worker process.
-// Type is the exception's "module:qualname"; Traceback is the worker's
-// traceback.format_exc().
+// PythonError is an exception raised by user code in a worker process:
+// in __getitem__ (a sample's error), or in worker_init_fn or the worker's
+// setup (Init; the pool is then broken). Module and Qualname name the
+// exception's type (the worker sends "module:qualname", Module is "" when
+// the text has no colon); Traceback is the worker's
+// traceback.format_exc(). Callers re-raise the user's exception from these
+// fields, never from the message text.
 type PythonError struct {
 	Worker, PID int
-	Type        string
+	Module      string
+	Qualname    string
 	Traceback   string
+	Init        bool // raised by worker_init_fn or setup, before the worker's HELLO
+}
+
+// newPythonError is the error of worker w for its error text
+// "module:qualname\n<traceback>" (docs/worker-protocol.md, "Errors").
+func newPythonError(w *worker, text string, init bool) *PythonError {
+	typ, tb := splitError(text)
+	module, qualname, ok := strings.Cut(typ, ":")
+	if !ok {
+		module, qualname = "", typ
+	}
+	return &PythonError{Worker: w.id, PID: w.pid, Module: module, Qualname: qualname, Traceback: tb, Init: init}
+}
+
+// Type is "module:qualname" as the worker sent it.
+func (e *PythonError) Type() string {
+	if e.Module == "" {
+		return e.Qualname
+	}
+	return e.Module + ":" + e.Qualname
 }
 
 func (e *PythonError) Error() string {
-	return fmt.Sprintf("python exception %s in worker %d (pid %d)\n%s", e.Type, e.Worker, e.PID, e.Traceback)
+	msg := fmt.Sprintf("python exception %s in worker %d (pid %d)\n%s", e.Type(), e.Worker, e.PID, e.Traceback)
+	if e.Init {
+		return fmt.Sprintf("worker_init_fn or setup failed in DataLoader worker process %d (pid %d): %s", e.Worker, e.PID, msg)
+	}
+	return msg
 }
 
 // WorkerDiedError reports a worker whose channel reached EOF (or failed)
-// while the pool was open.
+// while the pool was open: the process exited or was killed. Worker is its
+// index in the pool, PID its process id.
 type WorkerDiedError struct{ Worker, PID int }
 
 func (e *WorkerDiedError) Error() string {
@@ -554,9 +585,7 @@ func (p *Pool) read(w *worker) {
 		if m.kind == kindHello {
 			hello = true
 			if m.status != statusOK {
-				typ, tb := splitError(m.text)
-				perr := &PythonError{Worker: w.id, PID: w.pid, Type: typ, Traceback: tb}
-				stop(fmt.Errorf("worker_init_fn or setup failed in DataLoader worker process %d (pid %d): %w", w.id, w.pid, perr))
+				stop(newPythonError(w, m.text, true))
 				return
 			}
 			p.ready.Add(1)
@@ -573,8 +602,7 @@ func (p *Pool) read(w *worker) {
 			}
 			r.offset, r.length = m.offset, m.length
 		} else {
-			typ, tb := splitError(m.text)
-			r.err = &PythonError{Worker: w.id, PID: w.pid, Type: typ, Traceback: tb}
+			r.err = newPythonError(w, m.text, false)
 		}
 		w.mu.Lock()
 		cl := w.cur

@@ -436,13 +436,14 @@ func TestBudgetExcludesWait(t *testing.T) {
 
 func TestPythonError(t *testing.T) {
 	for _, tc := range []struct {
-		name, text, typ, tb string
+		name, text, module, qualname, tb string
 	}{
 		{"traceback", "builtins:ValueError\nTraceback (most recent call last):\n  File \"x.py\"\nValueError: bad\n",
-			"builtins:ValueError", "Traceback (most recent call last):\n  File \"x.py\"\nValueError: bad\n"},
-		{"no newline", "mymod:Outer.Err", "mymod:Outer.Err", ""},
-		{"empty", "", "", ""},
-		{"utf8", "m:E\nüñí\n", "m:E", "üñí\n"},
+			"builtins", "ValueError", "Traceback (most recent call last):\n  File \"x.py\"\nValueError: bad\n"},
+		{"no newline", "mymod:Outer.Err", "mymod", "Outer.Err", ""},
+		{"no colon", "Err\ntb", "", "Err", "tb"},
+		{"empty", "", "", "", ""},
+		{"utf8", "m:E\nüñí\n", "m", "E", "üñí\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := tc.text
@@ -455,11 +456,12 @@ func TestPythonError(t *testing.T) {
 			if !errors.As(err, &pe) {
 				t.Fatalf("error %v (%T), want *PythonError", err, err)
 			}
-			want := &PythonError{Worker: 0, PID: basePID, Type: tc.typ, Traceback: tc.tb}
+			want := &PythonError{Worker: 0, PID: basePID, Module: tc.module, Qualname: tc.qualname, Traceback: tc.tb}
 			if *pe != *want {
 				t.Fatalf("got %+v, want %+v", pe, want)
 			}
-			if got, wantS := err.Error(), "python exception "+tc.typ+" in worker 0 (pid 1000)\n"+tc.tb; got != wantS {
+			typ, _, _ := strings.Cut(text, "\n")
+			if got, wantS := err.Error(), "python exception "+typ+" in worker 0 (pid 1000)\n"+tc.tb; got != wantS {
 				t.Fatalf("Error() %q, want %q", got, wantS)
 			}
 			// A sample error does not break the pool; the worker serves on.
@@ -539,7 +541,9 @@ func TestHelloFailure(t *testing.T) {
 		t.Fatalf("error %q, want %q", err, want)
 	}
 	var pe *PythonError
-	if !errors.As(err, &pe) || pe.Type != "builtins:RuntimeError" || pe.Worker != 1 {
+	wantPE := PythonError{Worker: 1, PID: basePID + 1, Module: "builtins", Qualname: "RuntimeError",
+		Traceback: "Traceback...\nRuntimeError: init\n", Init: true}
+	if !errors.As(err, &pe) || *pe != wantPE {
 		t.Fatalf("errors.As: %+v", pe)
 	}
 	if r := <-res; r != nil && r != err {

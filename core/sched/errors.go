@@ -13,7 +13,10 @@ var ErrClosed = errors.New("loader closed")
 var ErrNoEpoch = errors.New("no epoch started: call StartEpoch first")
 
 // SampleError reports a sample whose load or transform failed. The epoch
-// it belonged to is over.
+// it belonged to is over. Err is the step's error: callers that branch on
+// its cause use errors.As (a *remote.PythonError for an exception in a
+// Python worker, a *remote.WorkerDiedError for a dead worker), never the
+// message text.
 type SampleError struct {
 	Index int64  // dataset index of the sample
 	Path  string // the sample's file(s) when the source has files (pipeline.Pather), else ""
@@ -32,7 +35,8 @@ func (e *SampleError) Error() string {
 func (e *SampleError) Unwrap() error { return e.Err }
 
 // BudgetError ends an epoch whose failed samples exceeded the skip policy's
-// budget; Err is the sample error that went over it.
+// budget (on_error=skip, max_skipped=Budget); Err is the sample error that
+// went over it, reachable with errors.As (a *SampleError).
 type BudgetError struct {
 	Budget int64
 	Err    error
@@ -43,3 +47,11 @@ func (e *BudgetError) Error() string {
 }
 
 func (e *BudgetError) Unwrap() error { return e.Err }
+
+// MaxSkipped is the epoch's skip budget, the max_skipped option as a count.
+func (e *BudgetError) MaxSkipped() int64 { return e.Budget }
+
+// Skipped is the number of samples the epoch had skipped when Err went over
+// the budget: the budget is spent only once all of it is used, so it equals
+// MaxSkipped.
+func (e *BudgetError) Skipped() int64 { return e.Budget }
