@@ -31,20 +31,32 @@ const (
 	statusState         C.int = C.ML_ERR_STATE
 )
 
-// setError stores msg as the calling thread's last error message. An export
-// runs on the OS thread of its C caller, so the message lands in the
-// thread-local buffer that ml_last_error on that thread reads.
-func setError(msg string) {
+// setError stores msg as the calling thread's last error message, and its
+// detail (status rc, cause err; see detailOf) for ml_last_error_detail. An
+// export runs on the OS thread of its C caller, so both land in the
+// thread-local buffers that ml_last_error and ml_last_error_detail on that
+// thread read.
+func setError(rc C.int, msg string, err error) {
 	if len(msg) == 0 {
 		C.mlc_clear_error()
 		return
 	}
 	C.mlc_set_error((*C.char)(unsafe.Pointer(unsafe.StringData(msg))), C.size_t(len(msg)))
+	setDetail(detailOf(int(rc), msg, err))
 }
 
-// fail stores "fn: msg" as the last error and returns rc.
+// fail stores "fn: msg" as the last error and returns rc. The first error
+// among args, if any, is the cause whose typed facts (the sample, the
+// Python exception, the dead worker, the skip budget) go into the detail.
 func fail(rc C.int, fn string, format string, args ...any) C.int {
-	setError(fn + ": " + fmt.Sprintf(format, args...))
+	var cause error
+	for _, a := range args {
+		if e, ok := a.(error); ok {
+			cause = e
+			break
+		}
+	}
+	setError(rc, fn+": "+fmt.Sprintf(format, args...), cause)
 	return rc
 }
 
@@ -53,8 +65,8 @@ func fail(rc C.int, fn string, format string, args ...any) C.int {
 // panic crosses into the host process.
 func guard(rc *C.int) {
 	if r := recover(); r != nil {
-		setError(fmt.Sprintf("minatoloader: internal error (please report): panic: %v\n%s", r, debug.Stack()))
 		*rc = statusInternal
+		setError(statusInternal, fmt.Sprintf("minatoloader: internal error (please report): panic: %v\n%s", r, debug.Stack()), nil)
 	}
 }
 

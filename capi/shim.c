@@ -27,14 +27,18 @@ static int forked;
 static void on_fork_child(void) { __atomic_store_n(&forked, 1, __ATOMIC_RELAXED); }
 
 /* ------------------------------------------------------------ last error
- * One heap buffer per thread, grown as needed and freed at thread exit by
- * the key's destructor. */
+ * Two heap buffers per thread, the message and its JSON detail, grown as
+ * needed and freed at thread exit by their keys' destructors. */
 
-static pthread_key_t err_key;
-static int err_key_ok;
-static __thread char* err_msg;
-static __thread size_t err_len;
-static __thread size_t err_cap;
+typedef struct {
+  char* p;
+  size_t len;
+  size_t cap;
+} tbuf;
+
+static pthread_key_t err_key, det_key;
+static int err_key_ok, det_key_ok;
+static __thread tbuf err_msg, err_det;
 
 static void free_err(void* p) { free(p); }
 
@@ -42,45 +46,90 @@ __attribute__((constructor)) static void mlc_init(void) {
   load_pid = getpid();
   pthread_atfork(NULL, NULL, on_fork_child);
   err_key_ok = pthread_key_create(&err_key, free_err) == 0;
+  det_key_ok = pthread_key_create(&det_key, free_err) == 0;
+}
+
+/* tbuf_set stores msg[0:n) in b. When the buffer cannot grow it keeps what
+ * fits if partial is set, else stores nothing. */
+static void tbuf_set(tbuf* b, pthread_key_t key, int key_ok, const char* msg,
+                     size_t n, int partial) {
+  if (n + 1 > b->cap) {
+    size_t cap = n + 1 < 256 ? 256 : n + 1;
+    char* p = realloc(b->p, cap);
+    if (p != NULL) {
+      b->p = p;
+      b->cap = cap;
+      if (key_ok) pthread_setspecific(key, p);
+    } else if (b->cap == 0 || !partial) {
+      b->len = 0;
+      return;
+    } else {
+      n = b->cap - 1; /* keep what fits */
+    }
+  }
+  if (n > 0) memcpy(b->p, msg, n);
+  b->p[n] = '\0';
+  b->len = n;
+}
+
+/* tbuf_copy copies s[0:n) into buf with the truncation rules of
+ * ml_last_error and stores n in *needed. */
+static void tbuf_copy(const char* s, size_t n, char* buf, size_t len,
+                      size_t* needed) {
+  if (needed != NULL) *needed = n;
+  if (buf != NULL && len > 0) {
+    size_t c = n < len - 1 ? n : len - 1;
+    if (c > 0) memcpy(buf, s, c);
+    buf[c] = '\0';
+  }
 }
 
 void mlc_set_error(const char* msg, size_t n) {
-  if (n + 1 > err_cap) {
-    size_t cap = n + 1 < 256 ? 256 : n + 1;
-    char* p = realloc(err_msg, cap);
-    if (p != NULL) {
-      err_msg = p;
-      err_cap = cap;
-      if (err_key_ok) pthread_setspecific(err_key, p);
-    } else if (err_cap == 0) {
-      err_len = 0;
-      return;
-    } else {
-      n = err_cap - 1; /* keep what fits */
-    }
-  }
-  if (n > 0) memcpy(err_msg, msg, n);
-  err_msg[n] = '\0';
-  err_len = n;
+  tbuf_set(&err_msg, err_key, err_key_ok, msg, n, 1);
+  err_det.len = 0;
 }
 
-void mlc_clear_error(void) { err_len = 0; }
+void mlc_set_error_detail(const char* json, size_t n) {
+  tbuf_set(&err_det, det_key, det_key_ok, json, n, 0);
+}
+
+void mlc_clear_error(void) {
+  err_msg.len = 0;
+  err_det.len = 0;
+}
 
 static int in_forked_child(void) {
   return __atomic_load_n(&forked, __ATOMIC_RELAXED) || getpid() != load_pid;
 }
 
-static const char forked_msg[] =
-    "minatoloader: called in a child process after fork(); the Go runtime "
-    "does not survive fork, so only the process that loaded the library may "
-    "use it (start workers with spawn or forkserver, or fork before first "
-    "use)";
+#define FORKED_MSG                                                          \
+  "minatoloader: called in a child process after fork(); the Go runtime "   \
+  "does not survive fork, so only the process that loaded the library may " \
+  "use it (start workers with spawn or forkserver, or fork before first "   \
+  "use)"
+#define DETAIL_TAIL                                                         \
+  ",\"index\":null,\"path\":null,\"step\":null,\"python\":null,"               \
+  "\"worker\":null,\"pid\":null,\"init\":false,\"skipped\":null,"             \
+  "\"max_skipped\":null}"
+
+static const char forked_msg[] = FORKED_MSG;
+static const char forked_detail[] =
+    "{\"status\":-5,\"kind\":\"forked\",\"message\":\"" FORKED_MSG "\"" DETAIL_TAIL;
+/* The detail when the last call succeeded. */
+static const char no_error_detail[] =
+    "{\"status\":0,\"kind\":\"none\",\"message\":\"\"" DETAIL_TAIL;
+/* The detail of a message whose detail could not be stored (no memory). */
+static const char lost_detail[] =
+    "{\"status\":0,\"kind\":\"unknown\",\"message\":\"minatoloader: the "
+    "error detail could not be stored; ml_last_error has the message\"" DETAIL_TAIL;
 
 /* ENTER is the prologue of every public call that enters Go. */
 #define ENTER()                                           \
   do {                                                    \
     if (in_forked_child()) {                              \
       mlc_set_error(forked_msg, sizeof forked_msg - 1);   \
+      mlc_set_error_detail(forked_detail,                 \
+                           sizeof forked_detail - 1);     \
       return ML_ERR_FORKED;                               \
     }                                                     \
     mlc_clear_error();                                    \
@@ -94,12 +143,17 @@ int ml_abi_version(void) {
 }
 
 int ml_last_error(char* buf, size_t len, size_t* needed) {
-  size_t n = err_len;
-  if (needed != NULL) *needed = n;
-  if (buf != NULL && len > 0) {
-    size_t c = n < len - 1 ? n : len - 1;
-    if (c > 0) memcpy(buf, err_msg, c);
-    buf[c] = '\0';
+  tbuf_copy(err_msg.p, err_msg.len, buf, len, needed);
+  return ML_OK;
+}
+
+int ml_last_error_detail(char* buf, size_t len, size_t* needed) {
+  if (err_det.len > 0) {
+    tbuf_copy(err_det.p, err_det.len, buf, len, needed);
+  } else if (err_msg.len == 0) {
+    tbuf_copy(no_error_detail, sizeof no_error_detail - 1, buf, len, needed);
+  } else {
+    tbuf_copy(lost_detail, sizeof lost_detail - 1, buf, len, needed);
   }
   return ML_OK;
 }

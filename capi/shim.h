@@ -23,7 +23,13 @@
  * The message is copied; the caller keeps msg. */
 MLC_INTERNAL void mlc_set_error(const char* msg, size_t n);
 
-/* mlc_clear_error makes the calling thread's last error message "". */
+/* mlc_set_error_detail stores json[0:n) as the calling thread's last error
+ * detail (ml_last_error_detail), after mlc_set_error stored its message.
+ * Copied; the caller keeps json. */
+MLC_INTERNAL void mlc_set_error_detail(const char* json, size_t n);
+
+/* mlc_clear_error makes the calling thread's last error message "" and
+ * drops its detail. */
 MLC_INTERNAL void mlc_clear_error(void);
 
 /* ---------------------------------------------------------------- blocks

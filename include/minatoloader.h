@@ -23,7 +23,7 @@
  *     (the Go runtime does not survive fork); only the parent may use the
  *     library. Start workers with spawn/forkserver, or fork before first use.
  *     Plain C stays usable in a child: ml_abi_version, ml_last_error,
- *     ml_dlpack_capsule_destructor and the deleters of exported tensors.
+ *     ml_last_error_detail, ml_dlpack_capsule_destructor and the deleters of exported tensors.
  *   - Thread safety: every function may be called from any thread. Calls on
  *     one loader are serialized internally.
  */
@@ -38,7 +38,7 @@ extern "C" {
 #endif
 
 /* Bumped on every incompatible change of this header. */
-#define ML_ABI_VERSION 4
+#define ML_ABI_VERSION 5
 
 /* ---------------------------------------------------------------- DLPack
  * The subset of dlpack.h (v1.1) that the library produces. If the real
@@ -172,6 +172,42 @@ int ml_abi_version(void);
  * when the last call on this thread succeeded.
  * OWNERSHIP: buf is the caller's. */
 int ml_last_error(char* buf, size_t len, size_t* needed);
+
+/* Copies a JSON object describing this thread's last error into buf, with
+ * the truncation rules of ml_last_error (a truncated copy is not valid
+ * JSON: call again with a buffer of *needed + 1 bytes). Plain C: never
+ * enters Go, usable in a forked child, does not change the last error.
+ * Returns ML_OK. The object has every one of these keys, in this order:
+ *   "status":      int, the status the failing call returned (0: none)
+ *   "kind":        string; by status: "invalid_argument", "invalid_handle",
+ *                  "sample", "closed", "forked", "no_memory", "internal",
+ *                  "state", "timeout"; refined for ML_ERR_SAMPLE to
+ *                  "python_exception" (a Python worker raised),
+ *                  "worker_died" (a worker process exited or was killed) or
+ *                  "skip_budget" (on_error=skip and more than max_skipped
+ *                  samples failed; the last one's facts are filled in too,
+ *                  and a Python exception or a dead worker keeps its kind,
+ *                  with "skipped" set); "none" when the last call succeeded;
+ *                  "unknown" when the detail could not be stored (no memory)
+ *   "message":     string, what ml_last_error returns
+ *   "index":       int|null, dataset index of the failing sample
+ *   "path":        string|null, its file(s), for sources with files
+ *   "step":        string|null, the failing step ("load" for the source,
+ *                  "batch" for the batching checks, else a transform's name)
+ *   "python":      {"module", "qualname", "traceback"}|null, the exception
+ *                  a Python worker raised: its type is module.qualname, the
+ *                  traceback is the worker's traceback.format_exc()
+ *   "worker":      int|null, the worker's index in the pool
+ *   "pid":         int|null, the worker's process id
+ *   "init":        bool, the exception came from worker_init_fn or the
+ *                  worker's setup (before it served any sample)
+ *   "skipped":     int|null, samples skipped this epoch when the skip
+ *                  budget was exceeded
+ *   "max_skipped": int|null, the skip budget as a count of samples
+ * Keys may be added in later versions; readers should ignore unknown keys
+ * and kinds (an unknown kind is handled by its status).
+ * OWNERSHIP: buf is the caller's. */
+int ml_last_error_detail(char* buf, size_t len, size_t* needed);
 
 /* Creates a loader from a JSON object of options (see README "Options").
  * Unknown keys and out-of-range values fail with ML_ERR_INVALID_ARGUMENT and

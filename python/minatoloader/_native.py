@@ -16,6 +16,7 @@ ctypes releases the GIL for the duration of each call.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import threading
 from ctypes import (
@@ -48,7 +49,7 @@ from .errors import (
     StateError,
 )
 
-ABI_VERSION = 4
+ABI_VERSION = 5
 LIBRARY_ENV = "MINATOLOADER_LIBRARY"
 LIBRARY_NAME = "libminatoloader.so"
 
@@ -197,6 +198,7 @@ class Counters(Structure):
 _PROTOTYPES: dict[str, tuple[object, list[object]]] = {
     "ml_abi_version": (c_int, []),
     "ml_last_error": (c_int, [c_char_p, c_size_t, POINTER(c_size_t)]),
+    "ml_last_error_detail": (c_int, [c_char_p, c_size_t, POINTER(c_size_t)]),
     "ml_loader_create": (c_int, [c_char_p, POINTER(c_uint64)]),
     "ml_loader_len": (c_int, [c_uint64, POINTER(c_int64), POINTER(c_int64)]),
     "ml_loader_progress": (c_int, [c_uint64, POINTER(c_int64), POINTER(c_int64)]),
@@ -344,30 +346,49 @@ def _declare(lib: ctypes.CDLL) -> list[str]:
     return missing
 
 
-def last_error(lib: ctypes.CDLL) -> str:
-    """This thread's last error message. Call it right after the failing call."""
+def _read_last(fn: Any) -> bytes:
+    """What fn (ml_last_error or ml_last_error_detail) copies out, whole."""
     buf = ctypes.create_string_buffer(4096)
     needed = c_size_t(0)
-    lib.ml_last_error(buf, len(buf), byref(needed))
-    message = buf.value
+    fn(buf, len(buf), byref(needed))
+    text = buf.value
     if needed.value >= len(buf):
         bigger = ctypes.create_string_buffer(needed.value + 1)
-        lib.ml_last_error(bigger, len(bigger), byref(needed))
-        if len(bigger.value) > len(message):
-            message = bigger.value
-    return message.decode("utf-8", errors="replace")
+        fn(bigger, len(bigger), byref(needed))
+        if len(bigger.value) > len(text):
+            text = bigger.value
+    return bytes(text)
+
+
+def last_error(lib: ctypes.CDLL) -> str:
+    """This thread's last error message. Call it right after the failing call."""
+    return _read_last(lib.ml_last_error).decode("utf-8", errors="replace")
+
+
+def last_error_detail(lib: ctypes.CDLL) -> dict[str, Any] | None:
+    """This thread's last error as the library describes it
+    (ml_last_error_detail: status, kind, message, index, path, step,
+    python, worker, pid, init, skipped, max_skipped); None when it is not a
+    JSON object. Call it right after the failing call."""
+    try:
+        detail = json.loads(_read_last(lib.ml_last_error_detail).decode("utf-8", errors="replace"))
+    except ValueError:
+        return None
+    return detail if isinstance(detail, dict) else None
 
 
 def error_for(lib: ctypes.CDLL, rc: int, call: str) -> Error:
-    """The exception for status rc of `call`, with this thread's message."""
+    """The exception for status rc of `call`, with this thread's message
+    and its detail (``err.detail``, see last_error_detail)."""
     message = last_error(lib)
+    detail = last_error_detail(lib)
     cls = _ERROR_CLASSES.get(rc, InternalError)
     name = STATUS_NAMES.get(rc, f"unknown status {rc}")
     if not message:
         message = f"minatoloader: {call} failed with {name}"
     if rc == ERR_FORKED:
         message = f"{message}\n{_fork_message()}"
-    return cls(message, rc)
+    return cls(message, rc, detail=detail)
 
 
 def _check(lib: ctypes.CDLL, rc: int, call: str) -> int:

@@ -6,21 +6,34 @@ fault. Every class derives from :class:`Error` and from the built-in
 exception a Python user would expect (``ValueError`` for a bad argument,
 ``RuntimeError`` for a failed sample, ...), so existing ``except`` clauses
 keep working.
+
+An error raised from a status carries the library's structured account of
+it in ``detail`` (the JSON object of ``ml_last_error_detail``, see
+include/minatoloader.h): code that needs the failing sample, the worker's
+Python exception or the skip budget reads those fields, never the message.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class Error(Exception):
     """Base class of every minatoloader exception. ``status`` is the C ABI
-    status code behind it (0 when the error was raised on the Python side)."""
+    status code behind it (0 when the error was raised on the Python side);
+    ``detail`` the library's description of it as a dict (keys "status",
+    "kind", "message", "index", "path", "step", "python", "worker", "pid",
+    "init", "skipped", "max_skipped"; see ``ml_last_error_detail``), None when
+    the error was raised on the Python side."""
 
     status: int = 0
+    detail: dict[str, Any] | None = None
 
-    def __init__(self, message: str, status: int | None = None) -> None:
+    def __init__(self, message: str, status: int | None = None, *, detail: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         if status is not None:
             self.status = status
+        self.detail = detail
 
 
 class InvalidArgumentError(Error, ValueError):
@@ -43,9 +56,21 @@ class ClosedError(Error, RuntimeError):
 
 class SampleError(Error, RuntimeError):
     """A sample failed to load or transform (ML_ERR_SAMPLE); the message
-    names its dataset index. The epoch it belonged to is over."""
+    names its dataset index. The epoch it belonged to is over.
+
+    ``index`` (the dataset index), ``path`` (the sample's file(s), for
+    sources with files) and ``step`` (the failing step: "load" for the
+    source, "batch" for the batching checks, else a transform's name) come
+    from ``detail``; each is None when unknown."""
 
     status = -3
+
+    def __init__(self, message: str, status: int | None = None, *, detail: dict[str, Any] | None = None) -> None:
+        super().__init__(message, status, detail=detail)
+        d = detail or {}
+        self.index: int | None = d.get("index")
+        self.path: str | None = d.get("path")
+        self.step: str | None = d.get("step")
 
 
 class ForkedError(Error, RuntimeError):

@@ -50,6 +50,30 @@ static const char* last_error(void) {
   return buf;
 }
 
+/* last_detail is this thread's ml_last_error_detail, read through a small
+ * buffer first so that the truncation path is exercised too. */
+static const char* last_detail(void) {
+  static __thread char buf[8192];
+  char small[8];
+  size_t needed = 0, needed2 = 0;
+  ml_last_error_detail(small, sizeof small, &needed);
+  ml_last_error_detail(buf, sizeof buf, &needed2);
+  CHECK(needed == needed2 && needed == strlen(buf) && needed < sizeof buf,
+        "detail needed %zu then %zu, strlen %zu", needed, needed2, strlen(buf));
+  CHECK(small[sizeof small - 1] == '\0' &&
+            strncmp(small, buf, sizeof small - 1) == 0,
+        "truncated detail %.8s", small);
+  return buf;
+}
+
+/* CHECK_DETAIL checks that the detail JSON contains fragment (compact JSON, as
+ * the library writes it). */
+#define CHECK_DETAIL(fragment)                                          \
+  do {                                                                 \
+    const char* d_ = last_detail();                                    \
+    CHECK(strstr(d_, fragment) != NULL, "detail lacks %s: %s", fragment, d_); \
+  } while (0)
+
 static ml_counters_t counters(void) {
   ml_counters_t c;
   memset(&c, 0xff, sizeof c);
@@ -112,6 +136,14 @@ static void test_abi_and_errors(void) {
 
   CHECK_RC(ml_loader_create("{\"bogus_key\": 1}", &l), ML_ERR_INVALID_ARGUMENT);
   CHECK(strstr(last_error(), "bogus_key") != NULL, "message: %s", last_error());
+  /* The detail: status and kind, the message, no sample facts. */
+  CHECK_DETAIL("{\"status\":-1,\"kind\":\"invalid_argument\",\"message\":\"ml_loader_create: ");
+  CHECK_DETAIL("bogus_key");
+  CHECK_DETAIL("\"index\":null,\"path\":null,\"step\":null,\"python\":null,"
+               "\"worker\":null,\"pid\":null,\"init\":false,\"skipped\":null,"
+               "\"max_skipped\":null}");
+  /* Reading the detail does not clear the error. */
+  CHECK(strstr(last_error(), "bogus_key") != NULL, "message: %s", last_error());
 
   CHECK_RC(ml_loader_create("{\"batch_size\": 0}", &l), ML_ERR_INVALID_ARGUMENT);
   CHECK(strstr(last_error(), "batch_size") != NULL, "message: %s", last_error());
@@ -162,7 +194,12 @@ static void test_abi_and_errors(void) {
   ml_counters_t c;
   CHECK_RC(ml_counters(&c), ML_OK);
   CHECK(strcmp(last_error(), "") == 0, "message after success: %s", last_error());
+  CHECK_DETAIL("{\"status\":0,\"kind\":\"none\",\"message\":\"\",");
   CHECK_RC(ml_counters(NULL), ML_ERR_INVALID_ARGUMENT);
+  CHECK_DETAIL("\"kind\":\"invalid_argument\"");
+  /* A handle error has its own kind. */
+  CHECK_RC(ml_loader_close(12345), ML_ERR_INVALID_HANDLE);
+  CHECK_DETAIL("{\"status\":-2,\"kind\":\"invalid_handle\",");
 }
 
 static void* thread_success(void* arg) {
@@ -623,6 +660,31 @@ static void test_sample_error(void) {
   CHECK(rc == ML_ERR_SAMPLE, "rc %d after %d batches (%s)", rc, n, last_error());
   CHECK(strstr(last_error(), "5") != NULL, "message does not name sample 5: %s",
         last_error());
+  /* The detail names the sample and step as fields; a synthetic sample
+   * has no file and no Python exception. */
+  CHECK_DETAIL("{\"status\":-3,\"kind\":\"sample\",\"message\":\"ml_loader_next: sample 5");
+  CHECK_DETAIL("\"index\":5,\"path\":null,\"step\":\"load\",\"python\":null,");
+  CHECK_DETAIL("\"skipped\":null,\"max_skipped\":null}");
+  CHECK_RC(ml_loader_close(l), ML_OK);
+
+  /* Over the skip budget: the sample that went over it, and the counts. */
+  CHECK_RC(ml_loader_create("{\"batch_size\":4,\"workers\":1,\"on_error\":\"skip\","
+                            "\"max_skipped\":2,\"in_order\":true,\"dataset\":"
+                            "{\"length\":16,\"shape\":[2],\"fail_indices\":[1,2,3]}}",
+                            &l),
+           ML_OK);
+  CHECK_RC(ml_loader_start_epoch(l, 0), ML_OK);
+  for (n = 0;; n++) {
+    ml_batch_t b = 0;
+    rc = ml_loader_next(l, 10000, &b);
+    if (rc != ML_OK) break;
+    ml_batch_release(b);
+  }
+  CHECK(rc == ML_ERR_SAMPLE, "rc %d after %d batches (%s)", rc, n, last_error());
+  CHECK_DETAIL("{\"status\":-3,\"kind\":\"skip_budget\",");
+  CHECK_DETAIL("max_skipped=2");
+  CHECK_DETAIL("\"step\":\"load\"");
+  CHECK_DETAIL("\"skipped\":2,\"max_skipped\":2}");
   CHECK_RC(ml_loader_close(l), ML_OK);
 }
 
@@ -750,6 +812,9 @@ static void test_fork(void) {
     if (ml_loader_create("{}", &l) != ML_ERR_FORKED) ok = 0;
     ml_last_error(msg, sizeof msg, NULL);
     if (strstr(msg, "fork") == NULL) ok = 0;
+    char det[1024];
+    ml_last_error_detail(det, sizeof det, NULL);
+    if (strstr(det, "{\"status\":-5,\"kind\":\"forked\",\"message\":\"minatoloader: called in a child") == NULL) ok = 0;
     if (ml_loader_close(l) != ML_ERR_FORKED) ok = 0;
     ml_counters_t c;
     if (ml_counters(&c) != ML_ERR_FORKED) ok = 0;

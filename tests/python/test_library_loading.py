@@ -18,7 +18,7 @@ def _run(code: str, **env: str) -> subprocess.CompletedProcess:
 
 
 def test_abi_version_checked() -> None:
-    assert _native.abi_version() == minatoloader.ABI_VERSION == 4
+    assert _native.abi_version() == minatoloader.ABI_VERSION == 5
     assert Path(minatoloader.library_path()).is_file()
 
 
