@@ -450,9 +450,6 @@ func (p *Pool) abandon(cl *call, r *reply) bool {
 	}
 }
 
-// Abandon gives up on a call that a timed-out Load left in resume (a
-// Sample.Resume) and that will never be resumed: its block is freed when
-// its reply comes, or now if it has come. Anything else is ignored.
 // Drop implements pipeline.Dropper for the scheduler: a finished sample's
 // block is freed; an unfinished one's outstanding call is abandoned (its
 // block is freed when the reply comes).
@@ -468,6 +465,9 @@ func (p *Pool) Drop(s *pipeline.Sample, finished bool) {
 
 var _ pipeline.Dropper = (*Pool)(nil)
 
+// Abandon gives up on a call that a timed-out Load left in resume (a
+// Sample.Resume) and that will never be resumed: its block is freed when
+// its reply comes, or now if it has come. Anything else is ignored.
 func (p *Pool) Abandon(resume any) {
 	cl, ok := resume.(*call)
 	if !ok || cl.p != p {

@@ -83,6 +83,8 @@ func closeProcs(procs []config.Proc) {
 	}
 }
 
+// New returns a Loader over src. cfg must have been validated; its Dataset
+// part is ignored. On failure src is left to the caller (Open closes it).
 func New(cfg config.Config, src pipeline.Source, alloc batch.Allocator) (*Loader, error) {
 	if src == nil || alloc == nil {
 		return nil, errors.New("sched: nil source or allocator")
@@ -216,10 +218,6 @@ func (l *Loader) prefetchNext(run *epochRun) {
 	l.next.startWorkers()
 }
 
-// Next returns the next batch of the current epoch: io.EOF once every
-// sample was delivered, a *SampleError if a sample failed, ErrClosed after
-// Close, ErrNoEpoch before StartEpoch, or ctx's error.
-// The caller owns the batch and must Release it.
 // Feed appends whole batches to the current epoch's order (config
 // "feed"): sizes cut idx into batches; last marks the end of the epoch.
 // The host keeps at least max_inflight samples fed ahead of the batches it
@@ -250,6 +248,10 @@ func (l *Loader) Feed(idx []int64, sizes []int, last bool) error {
 	return run.feed.append(idx, sizes, last)
 }
 
+// Next returns the next batch of the current epoch: io.EOF once every
+// sample was delivered, a *SampleError if a sample failed, ErrClosed after
+// Close, ErrNoEpoch before StartEpoch, or ctx's error.
+// The caller owns the batch and must Release it.
 func (l *Loader) Next(ctx context.Context) (*batch.Batch, error) {
 	l.mu.Lock()
 	run, closed := l.run, l.closed
@@ -332,7 +334,7 @@ func (l *Loader) Progress() (delivered, skipped int64) {
 		return 0, 0
 	}
 	run.errMu.Lock()
-	skipped = int64(len(run.skipped))
+	skipped = int64(len(run.skipped)) + run.dropped
 	run.errMu.Unlock()
 	return run.delivered.Load(), skipped
 }
