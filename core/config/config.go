@@ -78,8 +78,10 @@ type Config struct {
 	// or batch_sampler may be lazy or infinite). No epoch prefetch.
 	Feed bool `json:"feed"`
 
-	// OnError is "raise" (a failed sample ends its epoch with its error) or
-	// "skip": the sample is left out and counted, until more than
+	// OnError is "raise" (a failed sample ends its epoch with its error),
+	// "batch" (torch's DataLoader: the batch holding a failed sample is
+	// not delivered, its error comes in its place and the epoch goes on)
+	// or "skip": the sample is left out and counted, until more than
 	// MaxSkipped samples of one epoch failed (-1: no limit).
 	OnError    string `json:"on_error"`
 	MaxSkipped int64  `json:"max_skipped"`
@@ -300,8 +302,8 @@ func (c *Config) Validate() error {
 		return bad("stop_timeout_ms", "must be in [1, 3600000], got %d", c.StopTimeoutMS)
 	case c.SlowMaxAge < 0:
 		return bad("slow_max_age", "must be >= 0, got %d", c.SlowMaxAge)
-	case c.OnError != "raise" && c.OnError != "skip":
-		return bad("on_error", "must be \"raise\" or \"skip\", got %q", c.OnError)
+	case c.OnError != "raise" && c.OnError != "skip" && c.OnError != "batch":
+		return bad("on_error", "must be \"raise\", \"batch\" or \"skip\", got %q", c.OnError)
 	case c.MaxSkipped < -1:
 		return bad("max_skipped", "must be >= 0, or -1 for no limit, got %d", c.MaxSkipped)
 	case c.Dataset.Kind == "python" && !c.Feed:

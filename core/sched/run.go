@@ -66,6 +66,7 @@ type epochRun struct {
 	err      error
 	errMu    sync.Mutex // guards err, skipped, lastSkip
 	skipped  []int64    // indices left out under on_error=skip
+	dropped  int64      // samples of batches that failed under on_error=batch
 	lastSkip string
 
 	delivered  atomic.Int64 // samples in batches handed to the consumer
@@ -596,14 +597,23 @@ func (r *epochRun) drainQueues() {
 }
 
 // settle handles a finished item that carries an error: under the skip
-// policy it is counted and left out (true); otherwise, or once the budget
-// is spent, the run ends with the error (false).
+// policy it is counted and left out (true); under on_error=batch its
+// in-flight slot is freed and the caller fails its batch (true);
+// otherwise, or once the budget is spent, the run ends with the error
+// (false).
 func (r *epochRun) settle(it *item) bool {
 	r.recycle(it)
 	if r.ctx.Err() != nil {
 		return false // stopped: the error is the cancellation
 	}
 	l := r.l
+	if l.cfg.OnError == "batch" {
+		r.errMu.Lock()
+		r.dropped++
+		r.errMu.Unlock()
+		<-r.tokens
+		return true
+	}
 	if l.cfg.OnError == "skip" {
 		r.errMu.Lock()
 		ok := l.cfg.MaxSkipped < 0 || int64(len(r.skipped)) < l.cfg.MaxSkipped
@@ -622,6 +632,25 @@ func (r *epochRun) settle(it *item) bool {
 	}
 	r.failWith(it.err)
 	return false
+}
+
+// failBatch hands err to Next in place of a batch (on_error=batch) and
+// drops rows, the batch's samples that did not fail; the epoch goes on.
+func (r *epochRun) failBatch(err error, rows []*item) bool {
+	r.discard(rows...)
+	r.errMu.Lock()
+	r.dropped += int64(len(rows))
+	r.errMu.Unlock()
+	for range rows {
+		<-r.tokens
+	}
+	r.l.st.failed.Add(1)
+	select {
+	case r.out <- result{err: err}:
+		return true
+	case <-r.ctx.Done():
+		return false
+	}
 }
 
 // buildAnyOrder fills each batch with whatever is ready: a slow sample that
@@ -703,10 +732,16 @@ func (r *epochRun) buildAnyOrder() {
 				}
 			}
 			if it.err != nil {
-				if r.settle(it) {
-					continue
+				err := it.err
+				if !r.settle(it) {
+					return
 				}
-				return
+				// Under on_error=batch the error takes a batch's place at
+				// once; the samples already placed stay for the next one.
+				if l.cfg.OnError == "batch" && !r.failBatch(err, nil) {
+					return
+				}
+				continue
 			}
 			rows = append(rows, it)
 		}
@@ -737,6 +772,7 @@ func (r *epochRun) buildInOrder() {
 	type slot struct {
 		rows   []*item
 		filled int
+		err    error // the first failure of the batch (on_error=batch)
 	}
 	pending := map[int]*slot{} // batch number -> its rows, by position
 	defer func() {
@@ -763,7 +799,11 @@ func (r *epochRun) buildInOrder() {
 			}
 			delete(pending, next)
 			rows := slices.DeleteFunc(p.rows, func(it *item) bool { return it == nil })
-			if len(rows) > 0 {
+			if p.err != nil {
+				if !r.failBatch(p.err, rows) {
+					return
+				}
+			} else if len(rows) > 0 {
 				b, err := r.build(int64(next), rows)
 				if err != nil {
 					r.failWith(err)
@@ -797,8 +837,12 @@ func (r *epochRun) buildInOrder() {
 		}
 		p.filled++
 		if it.err != nil {
+			err := it.err
 			if !r.settle(it) {
 				return
+			}
+			if p.err == nil && r.l.cfg.OnError == "batch" {
+				p.err = err
 			}
 			continue
 		}

@@ -322,9 +322,10 @@ func (l *Loader) Next(ctx context.Context) (*batch.Batch, error) {
 }
 
 // Progress reports the current epoch's samples handed to the consumer and
-// those left out under on_error=skip (0, 0 before StartEpoch). The host of
-// a fed loader keeps max_inflight samples fed beyond delivered + skipped:
-// a skipped sample frees its in-flight slot without ever reaching a batch.
+// those settled without delivery: left out under on_error=skip, or in a
+// batch that failed under on_error=batch (0, 0 before StartEpoch). The
+// host of a fed loader keeps max_inflight samples fed beyond delivered +
+// skipped: such a sample frees its in-flight slot without reaching a batch.
 // Safe for concurrent use; no allocation.
 func (l *Loader) Progress() (delivered, skipped int64) {
 	l.mu.Lock()
