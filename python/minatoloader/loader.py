@@ -6,21 +6,16 @@ import importlib.util
 import json
 import math
 import numbers
-import time
 from collections.abc import Iterator
 from typing import Any, Callable
 
 from . import _native
-from ._handle import NativeHandle
+from ._goloader import GoLoader
 from .dataset import Dataset
 from .dlpack import Batch, Tensor, export_capsule
-from .errors import ClosedError, InternalError, InvalidArgumentError
+from .errors import InvalidArgumentError
 
 OUTPUTS = ("auto", "torch", "numpy", "dlpack")
-
-# ml_loader_next is called with at most this wait, so that Ctrl-C (delivered
-# between Python bytecodes) interrupts a long wait promptly.
-_WAIT_SLICE_MS = 100
 
 
 def _plain(name: str, value: Any) -> Any:
@@ -55,7 +50,7 @@ def _resolve_output(output: str) -> str:
     return output
 
 
-def _converter(output: str) -> Callable[[Tensor], Any]:
+def converter(output: str) -> Callable[[Tensor], Any]:
     if output == "torch":
         try:
             import torch
@@ -93,7 +88,18 @@ class _Export:
         return export_capsule(self.handle, self.field, versioned)
 
 
-class NativeLoader(NativeHandle):
+def export_fields(handle: int, fields: tuple[int, ...], output: str, convert: Callable[[Any], Any]) -> tuple[Any, ...]:
+    """The batch's fields as torch tensors or numpy arrays, exported from
+    the handle without a copy (each keeps the batch memory alive; the
+    caller releases the handle)."""
+    if output == "torch":
+        # torch takes a legacy capsule directly: no Python-level
+        # __dlpack__ round trip.
+        return tuple(convert(export_capsule(handle, f, False)) for f in fields)
+    return tuple(convert(_Export(handle, f)) for f in fields)
+
+
+class NativeLoader(GoLoader):
     """Iterates over batches of a native dataset built by the Go core.
 
     Each item is ``(data, labels)`` (``(data, labels, indices)`` with
@@ -201,7 +207,7 @@ class NativeLoader(NativeHandle):
         self._output = _resolve_output(output)
         # Import torch/numpy now, not on the first batch: a first import of
         # torch takes about a second and would land in time-to-first-batch.
-        self._convert = None if self._output == "dlpack" else _converter(self._output)
+        self._convert = None if self._output == "dlpack" else converter(self._output)
         self._item_fields: tuple[int, ...] | None = None
         self._return_indices = bool(return_indices)
         self._batch_timeout = float(batch_timeout)
@@ -242,7 +248,7 @@ class NativeLoader(NativeHandle):
         self.batch_size = batch_size  # validated by the library below
         self._next_epoch = 0
         self._generation = 0
-        super().__init__(_native.loader_create(json.dumps(config)), _native.loader_close)
+        super().__init__(config)
 
     @property
     def config(self) -> dict[str, Any]:
@@ -295,7 +301,7 @@ class NativeLoader(NativeHandle):
         fields are exported straight from the handle, which is released at
         once (the tensors keep the memory alive)."""
         if self._output == "dlpack":
-            batch = Batch(handle)
+            batch = Batch(self.take_batch())
             tensors = [batch.field(f) for f in range(len(batch.names))]
             if self._return_indices:
                 tensors.append(batch.indices)
@@ -308,13 +314,9 @@ class NativeLoader(NativeHandle):
                 n = _native.batch_info(handle).num_fields
                 fields = (*range(n), _native.FIELD_INDICES) if self._return_indices else tuple(range(n))
                 self._item_fields = fields
-            if self._output == "torch":
-                # torch takes a legacy capsule directly: no Python-level
-                # __dlpack__ round trip.
-                return tuple(convert(export_capsule(handle, f, False)) for f in fields)
-            return tuple(convert(_Export(handle, f)) for f in fields)
+            return export_fields(handle, fields, self._output, convert)
         finally:
-            _native.batch_release(handle)
+            self.release_batch()
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else f"next epoch {self._next_epoch}"
@@ -348,28 +350,14 @@ class EpochIterator(Iterator[tuple[Any, ...]]):
                 "started another epoch on the same loader"
             )
         try:
-            handle = loader._live_handle()
-        except ClosedError:
-            self._done = True
+            handle = loader.next_batch(loader._batch_timeout)
+        except BaseException as e:
+            # A timeout leaves the epoch running (torch's iterator goes on).
+            self._done = not getattr(e, "batch_timeout", False)
             raise
-        limit = loader._batch_timeout
-        deadline = time.monotonic() + limit if limit > 0 else None
-        while True:
-            wait_ms = _WAIT_SLICE_MS
-            if deadline is not None:
-                wait_ms = max(0, min(wait_ms, int(math.ceil((deadline - time.monotonic()) * 1000))))
-            try:
-                rc, batch_handle = _native.loader_next(handle, wait_ms)
-            except BaseException:
-                self._done = True
-                raise
-            if rc == _native.OK:
-                return loader._wrap(batch_handle)
-            if rc == _native.END_OF_EPOCH:
-                self._done = True
-                raise StopIteration
-            if rc != _native.TIMEOUT:
-                self._done = True
-                raise InternalError(f"minatoloader: ml_loader_next returned unknown status {rc}", _native.ERR_INTERNAL)
-            if deadline is not None and time.monotonic() >= deadline:
-                raise RuntimeError(f"DataLoader timed out after {limit:g} seconds")
+        if not handle:
+            self._done = True
+            raise StopIteration
+        # The handle stays with the loader until _wrap released it, so an
+        # interrupt in between cannot leak it (the next call releases it).
+        return loader._wrap(handle)

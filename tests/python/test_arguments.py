@@ -20,9 +20,13 @@ def test_batch_size_zero(ds: SyntheticDataset) -> None:
         NativeLoader(ds, 0)
 
 
-def test_batch_size_none_unsupported(ds: SyntheticDataset) -> None:
-    with pytest.raises(UnsupportedArgumentError, match="batch_size"):
-        DataLoader(ds, batch_size=None)
+def test_batch_size_none_yields_samples(ds: SyntheticDataset) -> None:
+    """As torch: no automatic batching, each item is one sample, converted
+    by default_convert (a list [data, label] with label an int)."""
+    with DataLoader(ds, batch_size=None) as loader:
+        items = list(loader)
+    assert len(items) == 32
+    assert all(isinstance(it, list) and tuple(it[0].shape) == (4,) and isinstance(it[1], int) for it in items)
 
 
 def test_num_workers_negative(ds: SyntheticDataset) -> None:
@@ -45,20 +49,36 @@ def test_persistent_workers_needs_workers(ds: SyntheticDataset) -> None:
         DataLoader(ds, persistent_workers=True)
 
 
+def test_worker_init_fn_is_refused_for_native_datasets(ds: SyntheticDataset) -> None:
+    """A native dataset has no Python worker processes to run it in."""
+    with pytest.raises(UnsupportedArgumentError, match="worker_init_fn"):
+        DataLoader(ds, num_workers=1, worker_init_fn=lambda worker_id: None)
+
+
 @pytest.mark.parametrize(
-    "name, value",
+    "kwargs",
     [
-        ("sampler", [0, 1, 2]),
-        ("batch_sampler", [[0, 1], [2, 3]]),
-        ("collate_fn", lambda batch: batch),
-        ("worker_init_fn", lambda worker_id: None),
-        ("multiprocessing_context", "spawn"),
-        ("pin_memory_device", "cuda"),
+        {"sampler": [3, 1, 2]},
+        {"batch_sampler": [[0, 1], [5, 3, 2]]},
+        {"collate_fn": lambda batch: [len(batch)], "batch_size": 5},
+        {"num_workers": 1, "multiprocessing_context": "spawn"},
     ],
 )
-def test_unsupported_arguments_are_named(ds: SyntheticDataset, name: str, value: object) -> None:
-    with pytest.raises(UnsupportedArgumentError, match=name):
-        DataLoader(ds, **{name: value})
+def test_torch_arguments_apply_to_native_datasets(ds: SyntheticDataset, kwargs: dict) -> None:
+    """Every argument of torch's constructor works on the native path, with
+    the batches torch's samplers and collate_fn give."""
+    import torch
+
+    with DataLoader(ds, **kwargs) as loader:
+        got = list(loader)
+        assert isinstance(loader, torch.utils.data.DataLoader)
+    if "collate_fn" in kwargs:
+        assert got == [[5]] * 6 + [[2]]
+    else:
+        sizes = [len(b[1]) for b in got]
+        want = [len(b) for b in kwargs["batch_sampler"]] if "batch_sampler" in kwargs else [1] * len(
+            kwargs.get("sampler", range(32)))
+        assert sizes == want
 
 
 def test_unsupported_is_a_value_error() -> None:

@@ -44,8 +44,8 @@ def helper_processes(p: psutil.Process) -> bool:
 
 
 def workers_of(dl: Any) -> list[int]:
-    cur = dl._py.current
-    pool = (cur.pool if cur is not None else None) or dl._py.pool
+    cur = dl._session.current
+    pool = getattr(cur, "pool", None) or dl._session.pool
     return [p.pid for p in pool.procs] if pool is not None else []
 
 

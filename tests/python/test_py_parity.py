@@ -144,7 +144,7 @@ def test_persistent_workers_across_epochs(in_order: bool) -> None:
             else:
                 got = sorted(int(i) for b in mb for i in b[0])
                 assert got == list(range(21))
-            pids.add(tuple(p.pid for p in m._py.pool.procs))
+            pids.add(tuple(p.pid for p in m._session.pool.procs))
         assert len(pids) == 1, "persistent workers must be the same processes every epoch"
     finally:
         m.close()
