@@ -77,3 +77,24 @@ func TestDetailOf(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkDetail is the cost every failing call pays for its detail
+// (ML_TIMEOUT polls included): the typed lookups and the JSON encoding.
+func BenchmarkDetail(b *testing.B) {
+	err := &sched.SampleError{Index: 13, Step: "load", Err: &remote.PythonError{Worker: 1, PID: 4242,
+		Module: "builtins", Qualname: "ValueError", Traceback: "Traceback (most recent call last):\n  File \"x.py\", line 1\nValueError: x\n"}}
+	for _, bc := range []struct {
+		name string
+		rc   int
+		err  error
+	}{{"timeout", int(statusTimeout), nil}, {"python", int(statusSample), err}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				if _, e := json.Marshal(detailOf(bc.rc, "ml_loader_next: no batch within timeout_ms=100", bc.err)); e != nil {
+					b.Fatal(e)
+				}
+			}
+		})
+	}
+}
