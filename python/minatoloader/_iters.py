@@ -49,6 +49,17 @@ def _batched(sampler: Any, size: int, drop_last: bool) -> Iterator[list[Any]]:
         yield batch
 
 
+def _epoch_samplers(dl: Any) -> list[Any]:
+    """The samplers with set_epoch behind the index sampler (a
+    DistributedSampler given as sampler, or inside a batch_sampler)."""
+    found = []
+    for s in (dl.sampler, getattr(dl.batch_sampler, "sampler", None)):
+        if s is not None and callable(getattr(s, "set_epoch", None)) and isinstance(getattr(s, "epoch", None), int):
+            if all(s is not f for f in found):
+                found.append(s)
+    return found
+
+
 def _pin_enabled(dl: Any) -> bool:
     """torch's warnings about pin_memory, and whether to pin."""
     if not dl.pin_memory:
@@ -94,7 +105,13 @@ class BaseIter:
         # snapshot first so that state_dict() can replay this epoch's order.
         if resume is not None:
             set_rng_state(dl.generator, resume["rng"])
+            if resume.get("sampler_epoch") is not None:
+                # A DistributedSampler's epoch: a trainer that resumes may
+                # call iter() before set_epoch (Lightning does).
+                for s in _epoch_samplers(dl):
+                    s.set_epoch(int(resume["sampler_epoch"]))
         self.rng = rng_state(dl.generator)
+        self.sampler_epoch = next((getattr(s, "epoch", None) for s in _epoch_samplers(dl)), None)
         self.sampler_iter = None if self.iterable else index_batches(dl._index_sampler)
         self.persistent = bool(dl.persistent_workers) and dl.num_workers > 0
         if self.persistent and session.base_seed is not None:
@@ -180,6 +197,7 @@ class BaseIter:
             "in_order": bool(self.dl.in_order) or self.dl.num_workers == 0,
             "delivered": list(self.delivered),
             "rng": self.rng,
+            "sampler_epoch": self.sampler_epoch,
         }
 
 

@@ -263,8 +263,11 @@ class DataLoader(_Base[_T_co]):
             return dict(s.resume)
         if self._dataset_kind == 1:
             raise StateError("state_dict() needs a map-style dataset: an IterableDataset has no indices to resume at")
+        from ._iters import _epoch_samplers
+
+        epoch = next((getattr(x, "epoch", None) for x in _epoch_samplers(self)), None)
         return {"version": 1, "epoch": s.epochs, "num_yielded": 0, "in_order": True, "delivered": [],
-                "rng": rng_state(self.generator)}
+                "rng": rng_state(self.generator), "sampler_epoch": epoch}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Makes the next ``iter()`` resume at ``state`` (from :meth:`state_dict`)."""

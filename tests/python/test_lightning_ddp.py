@@ -205,11 +205,6 @@ def test_ddp_ranks_read_disjoint_halves(full_run: tuple[Path, dict[int, list[dic
         pytest.param(
             SAVE_AT[1],
             id="mid-epoch1",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="on resume Lightning calls iter() before DistributedSampler.set_epoch(1), and the loader "
-                "does not put the sampler's epoch back: it resumes in epoch 0's order (remove this mark when fixed)",
-            ),
         ),
     ],
 )
