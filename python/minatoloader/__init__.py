@@ -19,9 +19,9 @@ torch); for processes of your own that use the library, use "spawn" or
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from . import _native, datasets, transforms
-from .dataloader import DataLoader
 from .dataset import Dataset, SyntheticDataset
 from .dlpack import Batch, Tensor
 from .errors import (
@@ -41,7 +41,22 @@ from .loader import EpochIterator, NativeLoader
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from .dataloader import DataLoader
+
 ABI_VERSION = _native.ABI_VERSION
+
+
+def __getattr__(name: str) -> Any:
+    # DataLoader subclasses torch's: importing it imports torch (seconds),
+    # which `import minatoloader` alone (NativeLoader, worker processes)
+    # should not pay.
+    if name == "DataLoader":
+        from .dataloader import DataLoader
+
+        globals()["DataLoader"] = DataLoader
+        return DataLoader
+    raise AttributeError(f"module 'minatoloader' has no attribute {name!r}")
 
 
 def counters() -> dict[str, int]:
