@@ -238,3 +238,31 @@ def test_native_sample_error_goes_on() -> None:
             break
     assert got == [2, 2, "error", 2, 2, 2]
     loader.close()
+
+
+class RaisesInWorker0(IterableDataset):
+    def __iter__(self):
+        info = torch.utils.data.get_worker_info()
+        wid = info.id if info is not None else 0
+        for i in range(6):
+            if wid == 0 and i == 3:
+                raise ValueError("boom at 3")
+            yield wid * 100 + i
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_iterable_error_is_raised_and_iteration_goes_on(workers: int) -> None:
+    """The user's exception type and message, then the other workers' data."""
+    def drain(loader) -> list:
+        out: list = []
+        it = iter(loader)
+        while True:
+            try:
+                out.append(next(it).tolist())
+            except StopIteration:
+                return out
+            except ValueError as e:
+                out.append(("ValueError", "boom at 3" in str(e)))
+
+    theirs = drain(torch.utils.data.DataLoader(RaisesInWorker0(), batch_size=2, num_workers=workers))
+    assert drain(DataLoader(RaisesInWorker0(), batch_size=2, num_workers=workers)) == theirs
