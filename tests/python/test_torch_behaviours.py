@@ -266,3 +266,45 @@ def test_iterable_error_is_raised_and_iteration_goes_on(workers: int) -> None:
 
     theirs = drain(torch.utils.data.DataLoader(RaisesInWorker0(), batch_size=2, num_workers=workers))
     assert drain(DataLoader(RaisesInWorker0(), batch_size=2, num_workers=workers)) == theirs
+
+
+def _native_batches(loader) -> list[list[int]]:
+    """The indices of each batch a native DataLoader yields (from its state)."""
+    out: list[list[int]] = []
+    for _ in loader:
+        delivered = loader.state_dict()["delivered"]
+        out.append(delivered[sum(map(len, out)):])
+    return out
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"batch_size": 4},
+        {"batch_size": 4, "shuffle": True},
+        {"batch_size": 4, "shuffle": True, "drop_last": True},
+        {"batch_size": 3, "sampler": [5, 1, 1, 7, 22, 0]},
+        {"batch_sampler": [[3, 2], [9], [0, 1, 2, 4, 8]]},
+        {"batch_size": 5, "sampler": "distributed"},
+        {"batch_size": 4, "num_workers": 2, "prefetch_factor": 3, "shuffle": True},
+    ],
+    ids=["plain", "shuffle", "drop_last", "sampler", "batch_sampler", "distributed", "workers"],
+)
+def test_native_batches_are_torchs(kwargs: dict, in_order: bool) -> None:
+    """The native path yields the batches of torch's samplers, argument by
+    argument (in any order with in_order=False: the same samples)."""
+    n = 23
+    kw = dict(kwargs)
+    if kw.get("sampler") == "distributed":
+        kw["sampler"] = DistributedSampler(range(n), num_replicas=3, rank=1, shuffle=True, seed=5)
+    g = torch.Generator()
+    g.manual_seed(11)
+    theirs = [b.tolist() for b in torch.utils.data.DataLoader(list(range(n)), generator=g, **kw)]
+    g.manual_seed(11)
+    with DataLoader(SyntheticDataset(n), generator=g, in_order=in_order, **kw) as loader:
+        ours = _native_batches(loader)
+    if in_order:
+        assert ours == theirs
+    else:
+        assert sorted(sum(ours, [])) == sorted(sum(theirs, []))
