@@ -373,7 +373,8 @@ class PyMapIter(FedIter):
             # Without its traceback (whose frames hold this iterator), with
             # the traceback's text kept as a note.
             text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-            e.add_note("in the minatoloader collate thread:\n" + text)
+            if hasattr(e, "add_note"):  # Python >= 3.11
+                e.add_note("in the minatoloader collate thread:\n" + text)
             return e.with_traceback(None)
 
     def close(self) -> None:

@@ -74,7 +74,8 @@ def _pin_enabled(dl: Any) -> bool:
         import torch
     except ImportError:
         return False
-    if not torch.accelerator.is_available():
+    acc = getattr(torch, "accelerator", None)  # torch >= 2.6; torch.cuda before
+    if not (acc.is_available() if acc is not None else torch.cuda.is_available()):
         warnings.warn(
             "'pin_memory' argument is set as true but no accelerator is found, "
             "then device pinned memory won't be used.",
