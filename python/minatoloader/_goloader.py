@@ -70,6 +70,7 @@ class GoLoader(NativeHandle):
         return _native.loader_len(self._live_handle())
 
     def stats(self) -> dict[str, Any]:
+        """The library's stats of this loader (a JSON object as a dict)."""
         result: dict[str, Any] = json.loads(_native.loader_stats(self._live_handle()))
         return result
 

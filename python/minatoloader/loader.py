@@ -275,16 +275,11 @@ class NativeLoader(GoLoader):
 
     def __len__(self) -> int:
         """Batches per epoch (after rank slicing and drop_last)."""
-        return _native.loader_len(self._live_handle())[0]
+        return self.lengths()[0]
 
     def num_samples(self) -> int:
         """Samples per epoch (after rank slicing and drop_last)."""
-        return _native.loader_len(self._live_handle())[1]
-
-    def stats(self) -> dict[str, Any]:
-        """The library's stats of this loader (a JSON object as a dict)."""
-        result: dict[str, Any] = json.loads(_native.loader_stats(self._live_handle()))
-        return result
+        return self.lengths()[1]
 
     def __iter__(self) -> EpochIterator:
         handle = self._live_handle()
