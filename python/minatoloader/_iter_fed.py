@@ -36,9 +36,11 @@ from .loader import converter, export_fields
 
 
 def _has_torch() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("torch") is not None
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 class FedIter(BaseIter):

@@ -23,7 +23,6 @@ run natively.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterable, TypeVar, Union, cast
 
@@ -45,10 +44,11 @@ if TYPE_CHECKING:
     Dataset = Union[_TorchDataset[_T], _NativeDataset[_T]]
     _collate_fn_t = Callable[[list[Any]], Any]
     _worker_init_fn_t = Callable[[int], None]
-elif importlib.util.find_spec("torch") is not None:
-    from torch.utils.data import DataLoader as _Base
 else:
-    _Base = _bare.BareDataLoader
+    try:
+        from torch.utils.data import DataLoader as _Base
+    except ImportError:  # a numpy-only install: native datasets only
+        _Base = _bare.BareDataLoader
 _Self = TypeVar("_Self", bound="DataLoader[Any]")
 _log = logging.getLogger("minatoloader")
 

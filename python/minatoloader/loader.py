@@ -46,7 +46,10 @@ def _resolve_output(output: str) -> str:
             f"NativeLoader: output must be one of {', '.join(map(repr, OUTPUTS))}, got {output!r}"
         )
     if output == "auto":
-        return "torch" if importlib.util.find_spec("torch") is not None else "numpy"
+        try:
+            return "torch" if importlib.util.find_spec("torch") is not None else "numpy"
+        except ValueError:  # sys.modules["torch"] is None: torch blocked
+            return "numpy"
     return output
 
 
