@@ -75,6 +75,7 @@ bench: install
 	$(PY) bench/speech.py
 	$(PY) bench/images.py
 	$(PY) bench/pydataset.py --n 1024 --workers 2,4
+	$(PY) bench/large_batch.py
 
 clean:
 	rm -rf build $(VENV)
