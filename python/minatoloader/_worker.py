@@ -296,6 +296,7 @@ def worker_main(
 
     iterator: Iterator[Any] | None = None  # made on the first NEXT (or a RESET)
     exhausted = False
+    getitems = getattr(dataset, "__getitems__", None) if mode == "map" else None
     while True:
         try:
             if not conn.poll(1.0):
@@ -315,7 +316,10 @@ def worker_main(
                 _, _, seq, _epoch, index, seed = _GET.unpack_from(msg)
                 if seed_per_sample:
                     _seed_sample(seed)
-                sample = dataset[index]
+                # torch's fetcher calls __getitems__ with the batch's
+                # indices when the dataset has it; samples come one at a
+                # time here, so it gets a batch of one.
+                sample = getitems([index])[0] if getitems else dataset[index]
                 offset, length = arena.put(sample, f"sample {index}", seq)
                 del sample
                 reply = _pack_reply(STATUS_OK, seq, offset, length)

@@ -313,3 +313,10 @@ def test_native_batches_are_torchs(kwargs: dict, in_order: bool) -> None:
         assert ours == theirs
     else:
         assert sorted(sum(ours, [])) == sorted(sum(theirs, []))
+
+
+def test_getitems_is_used_by_workers() -> None:
+    """torch's workers call __getitems__ when the dataset has it; ours call it
+    with one index at a time: the data is torch's."""
+    theirs = _rows(list(torch.utils.data.DataLoader(WithGetitems(), batch_size=4, num_workers=2)))
+    assert _rows(list(DataLoader(WithGetitems(), batch_size=4, num_workers=2))) == theirs == [[0, 10, 20, 30], [40, 50]]
