@@ -133,14 +133,16 @@ class WorkerPool:
         _live_pools.discard(self)
 
     def dead_worker(self) -> str:
-        """How a worker that exited on its own (not stopped by us) ended,
-        or "" when every worker is alive: torch reports such a worker even
-        when it died after its last sample."""
+        """How a worker that died on its own (not stopped by us) ended, or
+        "" when none did: torch reports such a worker even when it died
+        after its last sample. A worker that exits 0 by itself has reported
+        why on its channel first (a failed worker_init_fn); the core
+        delivers that error, which is the one to raise."""
         if self.stopped:
             return ""
         for p in self.procs:
             code = p.exitcode
-            if code is not None:
+            if code:
                 how = f"signal {-code}" if code < 0 else f"exit code {code}"
                 return f"DataLoader worker (pid(s) {p.pid}) exited unexpectedly (pid {p.pid}: {how})"
         return ""
