@@ -270,15 +270,18 @@ def worker_main(
     seed_per_sample: bool,
 ) -> None:
     """A worker process's entry point. ``conn`` is its end of a duplex
-    ``multiprocessing`` Pipe; ``mode`` is "map" (GET) or "iterable" (NEXT,
-    RESET). Returns on EOF, when its parent pid changes, or after a failed
+    ``multiprocessing`` Pipe; ``mode`` is "map" (GET; a batched loader:
+    ``__getitems__([index])[0]`` when the dataset has it, as torch's fetcher
+    with auto-collation), "map-single" (GET; ``batch_size=None``:
+    ``dataset[index]``, as torch's fetcher without auto-collation) or
+    "iterable" (NEXT, RESET). Returns on EOF, when its parent pid changes, or after a failed
     setup (reported in the HELLO)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the main process handles Ctrl-C
     watched_ppid = os.getppid()  # the main process, or a forkserver that dies with it
     _drop_inherited_peer(conn)
     try:
-        if mode not in ("map", "iterable"):
-            raise ValueError(f"unknown worker mode {mode!r} (want 'map' or 'iterable')")
+        if mode not in ("map", "map-single", "iterable"):
+            raise ValueError(f"unknown worker mode {mode!r} (want 'map', 'map-single' or 'iterable')")
         _setup_random(base_seed, worker_id, num_workers, dataset)
         arena = WorkerArena(parent_pid, arena_fd, arena_size)
         if worker_init_fn is not None:
@@ -312,7 +315,7 @@ def worker_main(
                 raise ValueError(f"a message of {len(msg)} bytes is too short")
             kind = _HEAD.unpack_from(msg)[0]
             seq = struct.unpack_from("<Q", msg, _HEAD.size)[0]
-            if kind == KIND_GET and mode == "map":
+            if kind == KIND_GET and mode != "iterable":
                 _, _, seq, _epoch, index, seed = _GET.unpack_from(msg)
                 if seed_per_sample:
                     _seed_sample(seed)
