@@ -131,6 +131,10 @@ type Dataset struct {
 	// that is not UTF-8 cannot travel losslessly as a JSON string.
 	RootBytes []byte `json:"root_bytes"`
 	ListBytes []byte `json:"list_bytes"`
+	// Samples is file_list's in-memory form, in place of List:
+	// [[path, label], ...], path a string or {"bytes": base64} for a name
+	// that is not UTF-8; package datasets reads and checks it.
+	Samples json.RawMessage `json:"samples"`
 	// DecodeScale lets fused image chains decode JPEGs at a DCT-reduced
 	// size that still covers the output: faster, and close to (no longer
 	// equal to) torchvision's pixels. Random parameters are unchanged.

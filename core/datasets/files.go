@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
@@ -313,4 +314,61 @@ func needsQuote(s string) bool {
 		}
 	}
 	return false
+}
+
+// ParseSamples reads file_list's in-memory form, dataset.samples:
+// [[path, label], ...] with path a non-empty string, or {"bytes": base64}
+// for a file name that is not UTF-8 (JSON strings cannot carry its bytes),
+// and label an integer. Paths are used as given (a relative one is
+// relative to the working directory). Errors name the entry at fault
+// ("dataset.samples[3]").
+func ParseSamples(raw json.RawMessage) ([]File, error) {
+	bad := func(i int, format string, args ...any) error {
+		return fmt.Errorf("config: option \"dataset.samples[%d]\": %s", i, fmt.Sprintf(format, args...))
+	}
+	var entries []json.RawMessage
+	if err := json.Unmarshal(raw, &entries); err != nil || entries == nil {
+		return nil, fmt.Errorf("config: option \"dataset.samples\": want a list of [path, label] pairs, got %.40s", raw)
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("config: option \"dataset.samples\": no entries")
+	}
+	files := make([]File, len(entries))
+	for i, e := range entries {
+		var pair []json.RawMessage
+		if err := json.Unmarshal(e, &pair); err != nil || len(pair) != 2 {
+			return nil, bad(i, "want a [path, label] pair, got %.60s", e)
+		}
+		var path string
+		switch p := bytes.TrimSpace(pair[0]); {
+		case len(p) > 0 && p[0] == '"':
+			if err := json.Unmarshal(p, &path); err != nil {
+				return nil, bad(i, "path: %v", err)
+			}
+		case len(p) > 0 && p[0] == '{':
+			var b struct {
+				Bytes *[]byte `json:"bytes"`
+			}
+			dec := json.NewDecoder(bytes.NewReader(p))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&b); err != nil || b.Bytes == nil {
+				return nil, bad(i, "path: want {\"bytes\": <base64>}, got %.60s", p)
+			}
+			path = string(*b.Bytes)
+		default:
+			return nil, bad(i, "path: want a string or {\"bytes\": <base64>}, got %.60s", p)
+		}
+		if path == "" {
+			return nil, bad(i, "empty path")
+		}
+		if strings.IndexByte(path, 0) >= 0 {
+			return nil, bad(i, "path %q: a file name cannot hold a NUL byte", path)
+		}
+		var label int64
+		if l := bytes.TrimSpace(pair[1]); string(l) == "null" || json.Unmarshal(l, &label) != nil {
+			return nil, bad(i, "label %.40s is not an integer", pair[1])
+		}
+		files[i] = File{Path: path, Label: label}
+	}
+	return files, nil
 }

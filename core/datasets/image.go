@@ -29,8 +29,18 @@ func init() {
 		return newImageSource(d, files, classes)
 	}
 	builders["file_list"] = func(d config.Dataset) (pipeline.Source, error) {
+		if d.Samples != nil {
+			if d.List != "" {
+				return nil, fmt.Errorf("config: option \"dataset.samples\": give either samples or list, not both")
+			}
+			files, err := ParseSamples(d.Samples)
+			if err != nil {
+				return nil, err
+			}
+			return newImageSource(d, files, nil)
+		}
 		if d.List == "" {
-			return nil, fmt.Errorf("config: option \"dataset.list\": a file_list dataset needs the path of a .csv or .jsonl list")
+			return nil, fmt.Errorf("config: option \"dataset.list\": a file_list dataset needs the path of a .csv or .jsonl list, or samples")
 		}
 		files, err := ReadList(d.List)
 		if err != nil {
