@@ -6,15 +6,19 @@ self.samples[index]``, ``sample = self.loader(path)``, then ``transform``
 and ``target_transform``. The native dataset reproduces exactly that when:
 
 - the class is ``DatasetFolder``/``ImageFolder`` or a subclass that does not
-  override ``__getitem__`` or ``__len__``;
-- ``loader`` is torchvision's ``default_loader`` (PIL backend) or
-  ``pil_loader``: open the file and convert it to RGB, which the native
-  decoders match (tests/python/test_image_parity.py);
+  override ``__getitem__``, ``__getitems__``, ``__len__`` or ``loader``;
+- ``loader`` is torchvision's ``default_loader`` with the PIL backend (or
+  ``pil_loader``): ``Image.open(f).convert("RGB")``, which the native JPEG
+  and PNG decoders match (gray replicated, palette looked up, alpha dropped
+  without compositing; tests/python/test_tv_convert.py);
+- every file of ``samples`` is named .jpg/.jpeg/.png (the formats the core
+  decodes) and every target is an int;
 - ``target_transform`` is None and every step of ``transform`` has a native
-  equivalent (``transforms.from_torchvision``);
+  equivalent (``_tv_map``);
 - the paths and targets are those of ``dataset.samples`` as they stand now,
-  in order, handed to the core as a file list (nothing is rescanned, so a
-  relabelled, filtered or reordered ``samples`` is honoured).
+  in order, handed to the core in memory (``FileList(samples=...)``):
+  nothing is rescanned, so a relabelled, filtered or reordered ``samples``
+  is honoured (``find_classes``, ``is_valid_file`` only shaped the scan).
 
 Anything else returns (None, the reason): the dataset then runs in Python
 worker processes, which gives torchvision's own data.
@@ -22,67 +26,117 @@ worker processes, which gives torchvision's own data.
 
 from __future__ import annotations
 
-import json
-import numbers
 import os
-import tempfile
 from typing import Any
 
 from .dataset import Dataset
+
+# What DatasetFolder.__getitem__ reads through; a subclass defining any of
+# these may compute something else.
+_OVERRIDABLE = ("__getitem__", "__getitems__", "__len__", "loader")
+# The formats the core decodes (by content: a file that is not what its
+# name says fails loudly in the native loader, never silently).
+_EXTENSIONS = (".jpg", ".jpeg", ".png")
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+def _name(obj: Any) -> str:
+    return str(getattr(obj, "__qualname__", None) or type(obj).__qualname__)
+
+
+def _class_reason(dataset: Any, folder: type) -> str:
+    """Why type(dataset) may compute other data than DatasetFolder's
+    __getitem__, or ""."""
+    cls = type(dataset)
+    if not isinstance(dataset, folder):
+        return f"{cls.__qualname__} is not a torchvision DatasetFolder"
+    for klass in cls.__mro__:
+        if klass is folder:
+            break
+        for attr in _OVERRIDABLE:
+            if attr in vars(klass):
+                return f"{cls.__qualname__} overrides {attr} (in {klass.__qualname__})"
+    return ""
+
+
+def _loader_reason(dataset: Any) -> str:
+    import torchvision
+    from torchvision.datasets.folder import default_loader, pil_loader
+
+    loader = getattr(dataset, "loader", None)
+    if loader is default_loader:
+        backend = torchvision.get_image_backend()
+        if backend != "PIL":
+            return f"torchvision's image backend is {backend!r}, not 'PIL'"
+        return ""
+    if loader is pil_loader:
+        return ""
+    return f"its loader ({_name(loader)}) is not torchvision's default_loader"
+
+
+def _samples(dataset: Any) -> tuple[list[tuple[str | bytes, int]], str]:
+    """dataset.samples as (absolute path, int target) pairs, or ([], why not)."""
+    samples = getattr(dataset, "samples", None)
+    if samples is None:
+        return [], "it has no samples list"
+    try:
+        count = len(samples)
+    except TypeError:
+        return [], f"its samples ({type(samples).__name__}) has no len()"
+    if count != len(dataset):
+        return [], f"len(samples) is {count}, len(dataset) {len(dataset)}"
+    if count == 0:
+        return [], "the dataset has no samples"
+    rows: list[tuple[str | bytes, int]] = []
+    for k in range(count):
+        entry = samples[k]  # as __getitem__ reads it
+        try:
+            path, target = entry
+            path = os.fspath(path)
+        except (TypeError, ValueError):
+            return [], f"samples[{k}] is not a (path, target) pair"
+        if type(target) is not int:
+            # torch's collate makes an int64 tensor of ints only (a numpy
+            # int32 gives int32, a bool a bool tensor, ...).
+            return [], f"samples[{k}]'s target is a {type(target).__name__}, not an int"
+        if not _INT64[0] <= target <= _INT64[1]:
+            return [], f"samples[{k}]'s target {target} does not fit in int64"
+        ext = os.path.splitext(os.fsdecode(path))[1].lower()
+        if ext not in _EXTENSIONS:
+            return [], f"samples[{k}] ({os.fsdecode(path)!r}) is not a .jpg/.jpeg/.png file"
+        rows.append((os.path.abspath(path), target))
+    return rows, ""
 
 
 def native_equivalent(dataset: Any) -> tuple[Dataset[Any] | None, str]:
     """(a native dataset yielding what ``dataset`` yields, "") or (None, why not)."""
     try:
-        import torchvision
         from torchvision.datasets import DatasetFolder
-        from torchvision.datasets.folder import default_loader, pil_loader
     except ImportError:
-        return None, ""
-    cls = type(dataset)
-    if not isinstance(dataset, DatasetFolder):
-        return None, f"{cls.__qualname__} is not a torchvision DatasetFolder"
-    for name in ("__getitem__", "__len__"):
-        if getattr(cls, name) is not getattr(DatasetFolder, name):
-            return None, f"{cls.__qualname__} overrides {name}"
-    loader = getattr(dataset, "loader", None)
-    if loader is default_loader:
-        if torchvision.get_image_backend() != "PIL":
-            return None, f"torchvision's image backend is {torchvision.get_image_backend()!r}, not 'PIL'"
-    elif loader is not pil_loader:
-        return None, f"its loader ({getattr(loader, '__qualname__', type(loader).__name__)}) is not torchvision's default_loader"
+        return None, "torchvision is not importable"
+    reason = _class_reason(dataset, DatasetFolder) or _loader_reason(dataset)
+    if reason:
+        return None, reason
     if getattr(dataset, "target_transform", None) is not None:
-        return None, "target_transform is set"
-    from .datasets import FileList
-    from .transforms import from_torchvision
+        return None, f"target_transform is set ({_name(dataset.target_transform)})"
+
+    from ._tv_map import from_torchvision
 
     compose, reason = from_torchvision(getattr(dataset, "transform", None))
     if compose is None:
         return None, reason
-    rows = []
-    for k, entry in enumerate(dataset.samples):
-        try:
-            path, target = entry
-        except (TypeError, ValueError):
-            return None, f"samples[{k}] is not a (path, target) pair"
-        if isinstance(target, bool) or not isinstance(target, numbers.Integral):
-            return None, f"samples[{k}]'s target is a {type(target).__name__}, not an int"
-        name = os.fsdecode(os.fspath(path))
-        try:
-            name.encode("utf-8")
-        except UnicodeEncodeError:
-            return None, f"samples[{k}]'s file name is not valid UTF-8"
-        rows.append(json.dumps({"path": os.path.abspath(name), "label": int(target)}))
-    if not rows:
-        return None, "the dataset has no samples"
-    # The list lives as long as the native dataset (the core reads it again
-    # for each loader it creates).
-    tmp = tempfile.TemporaryDirectory(prefix="minatoloader-samples-")
-    list_path = os.path.join(tmp.name, "samples.jsonl")
-    with open(list_path, "w", encoding="utf-8") as f:
-        f.write("\n".join(rows) + "\n")
-    native = FileList(list_path, transform=compose)
-    native._samples_dir = tmp  # type: ignore[attr-defined]
+    rows, reason = _samples(dataset)
+    if reason:
+        return None, reason
+
+    from .datasets import FileList
+    from .errors import InvalidArgumentError
+
+    try:
+        native = FileList(samples=rows, transform=compose)
+    except InvalidArgumentError as exc:
+        # e.g. a chain whose images do not all come out the same size.
+        return None, f"the native dataset refused it: {exc}"
     if len(native) != len(rows):
-        return None, f"the native file list has {len(native)} entries, samples {len(rows)}"
+        return None, f"the native dataset has {len(native)} samples, samples {len(rows)}"
     return native, ""

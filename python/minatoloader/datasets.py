@@ -9,7 +9,7 @@ size is not fixed raise :class:`InvalidArgumentError` naming the cause); its
 dataset         samples                               fields, in order
 =============== ===================================== ==========================
 ImageFolder     root/<class>/.../<image>              image, label
-FileList        a .csv (path,label) or .jsonl file    image, label
+FileList        a .csv/.jsonl file, or (path, label)s image, label
 AudioFolder     root/<class>/.../<file>.wav           features, length, label
 NpyPairs        root/<case>_x.npy + <case>_y.npy      image, label (volumes)
 =============== ===================================== ==========================
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import json
+import numbers
 import os
 from collections.abc import Sequence
 from typing import Any, Optional, Union
@@ -121,15 +122,54 @@ class ImageFolder(FileDataset):
         super().__init__(transform, **_path_option("root", root), **kwargs)
 
 
+def _sample_path(path: str | bytes | os.PathLike[Any]) -> str | dict[str, str]:
+    """A ``dataset.samples`` path: the name as a str, or ``{"bytes": base64}``
+    when its bytes are not UTF-8 (as _path_option)."""
+    option = _path_option("p", path)
+    return {"bytes": option["p_bytes"]} if "p_bytes" in option else option["p"]
+
+
 class FileList(FileDataset):
     """Images listed in a .csv (header ``path,label``) or .jsonl
     (``{"path": ..., "label": ...}`` per line); relative paths are relative
-    to the list's folder."""
+    to the list's folder.
+
+    Or, with ``samples=[(path, label), ...]`` in place of the list file, the
+    pairs themselves (as torchvision's ``DatasetFolder.samples``), sent to
+    the library in memory and used as given: in order, duplicates kept,
+    relative paths relative to the working directory."""
 
     kind = "file_list"
 
-    def __init__(self, list_file: str | bytes | os.PathLike[Any], transform: TransformArg = None, **kwargs: Any) -> None:
-        super().__init__(transform, **_path_option("list", list_file), **kwargs)
+    def __init__(
+        self,
+        list_file: str | bytes | os.PathLike[Any] | None = None,
+        transform: TransformArg = None,
+        *,
+        samples: Sequence[tuple[str | bytes | os.PathLike[Any], int]] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if (list_file is None) == (samples is None):
+            raise TypeError("FileList: give either list_file or samples")
+        if samples is not None:
+            rows: list[list[Any]] = []
+            for k, entry in enumerate(samples):
+                try:
+                    path, label = entry
+                except (TypeError, ValueError):
+                    raise TypeError(f"FileList: samples[{k}] is not a (path, label) pair") from None
+                if isinstance(label, bool) or not isinstance(label, numbers.Integral):
+                    raise TypeError(f"FileList: samples[{k}]'s label is a {type(label).__name__}, not an int")
+                rows.append([_sample_path(path), int(label)])
+            super().__init__(transform, samples=rows, **kwargs)
+        else:
+            assert list_file is not None
+            super().__init__(transform, **_path_option("list", list_file), **kwargs)
+
+    def __repr__(self) -> str:
+        if "samples" in self._config:
+            return f"FileList(samples=<{len(self)} pairs>, fields={[f['name'] for f in self.fields]})"
+        return super().__repr__()
 
 
 class AudioFolder(FileDataset):

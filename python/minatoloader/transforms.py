@@ -450,67 +450,11 @@ class Cast(Transform):
 
 
 # ------------------------------------------------------ torchvision bridge
-def _tv_interp_ok(t: Any) -> bool:
-    interp = getattr(t, "interpolation", None)
-    name = str(getattr(interp, "value", interp)).lower()
-    return name in ("bilinear", "2") and getattr(t, "antialias", True) is not False
-
-
-def _translate_one(t: Any) -> Transform:
-    """One torchvision transform -> its native equivalent; raises ValueError
-    saying why when there is none."""
-    cls = type(t).__name__
-    module = type(t).__module__
-    if not module.startswith("torchvision.transforms"):
-        raise ValueError(f"{module}.{cls} is not a torchvision transform")
-    if cls == "Resize":
-        if not _tv_interp_ok(t) or getattr(t, "max_size", None) is not None:
-            raise ValueError("Resize: only bilinear, antialiased, without max_size is native")
-        return Resize(t.size)
-    if cls == "CenterCrop":
-        return CenterCrop(list(t.size))
-    if cls == "RandomCrop":
-        return RandomCrop(list(t.size), padding=t.padding, pad_if_needed=t.pad_if_needed)
-    if cls == "RandomResizedCrop":
-        if not _tv_interp_ok(t):
-            raise ValueError("RandomResizedCrop: only bilinear, antialiased is native")
-        return RandomResizedCrop(list(t.size), scale=t.scale, ratio=t.ratio)
-    if cls == "RandomHorizontalFlip":
-        return RandomHorizontalFlip(t.p)
-    if cls == "RandomVerticalFlip":
-        return RandomVerticalFlip(t.p)
-    if cls == "ColorJitter":
-        def one(name: str, v: Any) -> float:
-            # torchvision stores a factor b as the range (max(0, 1 - b), 1 + b).
-            if v is None:
-                return 0.0
-            lo, hi = float(v[0]), float(v[1])
-            b = hi - 1.0
-            if b < 0 or not math.isclose(lo, max(0.0, 1.0 - b), abs_tol=1e-9):
-                raise ValueError(f"ColorJitter: the {name} range {tuple(v)} is not of the form (1-b, 1+b)")
-            return b
-        if t.hue is not None:
-            raise ValueError("ColorJitter: hue is not native")
-        return ColorJitter(one("brightness", t.brightness), one("contrast", t.contrast), one("saturation", t.saturation))
-    if cls == "ToTensor":
-        return ToTensor()
-    if cls == "PILToTensor":
-        return PILToTensor()
-    if cls == "Normalize":
-        return Normalize(list(t.mean), list(t.std))
-    raise ValueError(f"torchvision {cls} has no native equivalent")
-
-
 def from_torchvision(transform: Any) -> tuple[Compose | None, str]:
-    """Translates a torchvision transform (a Compose or a single one) into a
-    native Compose. Returns (compose, "") or (None, reason)."""
-    steps = list(getattr(transform, "transforms", [transform])) if transform is not None else []
-    native = []
-    for i, t in enumerate(steps):
-        try:
-            native.append(_translate_one(t))
-        except (ValueError, TypeError) as exc:
-            return None, f"step {i} ({type(t).__name__}): {exc}"
-    if not native or type(native[-1]) not in (ToTensor, PILToTensor, Normalize):
-        return None, "the chain does not end with ToTensor/PILToTensor (+ Normalize): its output is a PIL image"
-    return Compose(native), ""
+    """Translates a torchvision transform (a ``Compose`` or a single one)
+    into a native Compose that computes the same thing: (compose, "") or
+    (None, the reason, naming the step). See ``_tv_map`` for what counts
+    as the same."""
+    from ._tv_map import from_torchvision as translate
+
+    return translate(transform)
