@@ -1,9 +1,12 @@
 package datasets
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"math"
 	"slices"
 	"strings"
@@ -331,7 +334,50 @@ func (s *imageSource) decode(c *pipeline.Ctx, smp *pipeline.Sample) error {
 	if _, err := s.dec.Decode(img, data); err != nil {
 		return fmt.Errorf("%q: %w", s.files[smp.Index].Path, err)
 	}
+	if isGray16PNG(data) {
+		if err := clipGray16(img, data); err != nil {
+			return fmt.Errorf("%q: %w", s.files[smp.Index].Path, err)
+		}
+	}
 	smp.State = img
+	return nil
+}
+
+// isGray16PNG: a PNG whose IHDR says 16-bit grayscale (color type 0),
+// which PIL opens as mode "I;16".
+func isGray16PNG(data []byte) bool {
+	return imageops.Sniff(data) == imageops.FormatPNG && len(data) >= 26 &&
+		string(data[12:16]) == "IHDR" && data[24] == 16 && data[25] == 0
+}
+
+// clipGray16 rewrites img (decoded RGB of a 16-bit gray PNG, high bytes) as
+// PIL's convert("RGB") of mode "I;16" does: every value above 255 is 255,
+// not its high byte. The file is decoded again with image/png (rare files).
+func clipGray16(img *imageops.Image, data []byte) error {
+	m, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("decode png: %w", err)
+	}
+	b := m.Bounds()
+	if b.Dx() != img.W || b.Dy() != img.H || img.C != 3 {
+		return fmt.Errorf("decode png: 16-bit gray: %dx%d, decoded %dx%dx%d (internal)", b.Dx(), b.Dy(), img.W, img.H, img.C)
+	}
+	var value func(x, y int) uint16
+	switch g := m.(type) {
+	case *image.Gray16:
+		value = func(x, y int) uint16 { return g.Gray16At(b.Min.X+x, b.Min.Y+y).Y }
+	case *image.NRGBA64: // with a tRNS chunk: the gray value, alpha aside
+		value = func(x, y int) uint16 { return g.NRGBA64At(b.Min.X+x, b.Min.Y+y).R }
+	default:
+		return fmt.Errorf("decode png: 16-bit gray decoded as %T (internal)", m)
+	}
+	for y := 0; y < img.H; y++ {
+		row := img.Row(y)
+		for x := 0; x < img.W; x++ {
+			v := uint8(min(value(x, y), 255))
+			row[3*x], row[3*x+1], row[3*x+2] = v, v, v
+		}
+	}
 	return nil
 }
 

@@ -2,8 +2,8 @@
 same data, and then gives torch's DataLoader's batches.
 
 Files are real PNG and JPEG written here with PIL in an ImageFolder layout
-(several classes, odd sizes; RGB/L/P/P-with-transparency/RGBA/LA PNGs, RGB
-and grayscale JPEGs). Every case compares a whole shuffled epoch of
+(several classes, odd sizes; RGB/L/P/P-with-transparency/RGBA/LA and 16-bit
+gray PNGs, RGB and grayscale JPEGs). Every case compares a whole shuffled epoch of
 ``minatoloader.DataLoader(ds, batch_size=4, shuffle=True)`` with
 ``torch.utils.data.DataLoader(ds, batch_size=4, shuffle=True)`` under the
 same ``torch.manual_seed``: labels exact; images exact except for the
@@ -60,6 +60,12 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> str:
             img.save(name, quality=90)
         else:
             img.save(name, **({"transparency": 3} if mode == "Pt" else {}))
+    # 16-bit gray (PIL mode "I;16"): convert("RGB") clips values above 255.
+    g16 = rng.integers(0, 65536, (17, 19), dtype=np.uint16)
+    g16[0, :4] = [0, 255, 256, 65535]
+    Image.fromarray(g16).save(os.path.join(root, "dog", "99.png"))
+    with Image.open(os.path.join(root, "dog", "99.png")) as im:
+        assert im.mode == "I;16"
     with Image.open(os.path.join(root, "emu", "02.png")) as im:
         assert im.mode == "P"
     return root
