@@ -23,6 +23,8 @@ def background_collate(collate_fn: Any, pool: Any) -> Any:
 
     def stack(batch: Any, *, collate_fn_map: Any = None) -> Any:
         elem = batch[0]
+        if elem.is_nested:  # torch's own error for a batch of nested tensors
+            return collate_tensor_fn(batch, collate_fn_map=collate_fn_map)
         shape, dtype = elem.shape, elem.dtype
         if dtype in (torch.bfloat16,) or dtype.is_complex or not all(
             type(t) is torch.Tensor and t.layout == torch.strided and t.device.type == "cpu" and t.shape == shape

@@ -259,7 +259,7 @@ class PyMapIter(FedIter):
             return shared
         if self.persistent:
             s.close_persistent()
-        self.pool, self.own_pool = acquire(s, dl, "map", self.base_seed, self.persistent)
+        self.pool, self.own_pool = acquire(s, dl, "map" if self.auto else "map-single", self.base_seed, self.persistent)
         try:
             length = len(dl.dataset)
         except TypeError:

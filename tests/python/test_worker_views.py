@@ -137,11 +137,6 @@ def test_nested_tensors_travel_like_torch(layout: torch.layout) -> None:
         assert torch.equal(oi, ti)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="_collate.stack reads elem.shape before any check; a strided nested tensor raises "
-    "'NestedTensorImpl doesn't support sizes' there (fix: hand nested tensors to collate_tensor_fn first)",
-)
 def test_nested_tensors_fail_to_collate_like_torch() -> None:
     with pytest.raises(RuntimeError) as theirs:
         list(torch.utils.data.DataLoader(Nested(torch.strided), batch_size=2, num_workers=2))
