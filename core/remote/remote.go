@@ -44,72 +44,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
 
 	"github.com/minatoloader/minatoloader/core/batch"
 	"github.com/minatoloader/minatoloader/core/config"
 	"github.com/minatoloader/minatoloader/core/pipeline"
 )
-
-// ErrClosed is returned by Load once the pool is closed.
-var ErrClosed = errors.New("remote: pool closed")
-
-// PythonError is an exception raised by user code in a worker process:
-// in __getitem__ (a sample's error), or in worker_init_fn or the worker's
-// setup (Init; the pool is then broken). Module and Qualname name the
-// exception's type (the worker sends "module:qualname", Module is "" when
-// the text has no colon); Traceback is the worker's
-// traceback.format_exc(). Callers re-raise the user's exception from these
-// fields, never from the message text.
-type PythonError struct {
-	Worker, PID int
-	Module      string
-	Qualname    string
-	Traceback   string
-	Init        bool // raised by worker_init_fn or setup, before the worker's HELLO
-}
-
-// newPythonError is the error of worker w for its error text
-// "module:qualname\n<traceback>" (docs/worker-protocol.md, "Errors").
-func newPythonError(w *worker, text string, init bool) *PythonError {
-	typ, tb := splitError(text)
-	module, qualname, ok := strings.Cut(typ, ":")
-	if !ok {
-		module, qualname = "", typ
-	}
-	return &PythonError{Worker: w.id, PID: w.pid, Module: module, Qualname: qualname, Traceback: tb, Init: init}
-}
-
-// Type is "module:qualname" as the worker sent it.
-func (e *PythonError) Type() string {
-	if e.Module == "" {
-		return e.Qualname
-	}
-	return e.Module + ":" + e.Qualname
-}
-
-func (e *PythonError) Error() string {
-	msg := fmt.Sprintf("python exception %s in worker %d (pid %d)\n%s", e.Type(), e.Worker, e.PID, e.Traceback)
-	if e.Init {
-		return fmt.Sprintf("worker_init_fn or setup failed in DataLoader worker process %d (pid %d): %s", e.Worker, e.PID, msg)
-	}
-	return msg
-}
-
-// WorkerDiedError reports a worker whose channel reached EOF (or failed)
-// while the pool was open: the process exited or was killed. Worker is its
-// index in the pool, PID its process id.
-type WorkerDiedError struct{ Worker, PID int }
-
-func (e *WorkerDiedError) Error() string {
-	return fmt.Sprintf("DataLoader worker %d (pid %d) exited unexpectedly", e.Worker, e.PID)
-}
 
 // Proc is one worker process as the main process sees it.
 type Proc struct {
@@ -450,72 +393,6 @@ func (p *Pool) abandon(cl *call, r *reply) bool {
 	}
 }
 
-// Drop implements pipeline.Dropper for the scheduler: a finished sample's
-// block is freed; an unfinished one's outstanding call is abandoned (its
-// block is freed when the reply comes).
-func (p *Pool) Drop(s *pipeline.Sample, finished bool) {
-	if !finished {
-		p.Abandon(s.Resume)
-		return
-	}
-	if len(s.Fields) > 0 {
-		p.DropTicket([][]byte{s.Fields[0].Data})
-	}
-}
-
-var _ pipeline.Dropper = (*Pool)(nil)
-
-// Abandon gives up on a call that a timed-out Load left in resume (a
-// Sample.Resume) and that will never be resumed: its block is freed when
-// its reply comes, or now if it has come. Anything else is ignored.
-func (p *Pool) Abandon(resume any) {
-	cl, ok := resume.(*call)
-	if !ok || cl.p != p {
-		return
-	}
-	var r reply
-	if !p.abandon(cl, &r) && r.err == nil {
-		p.free(cl.w, r.offset, cl.seq)
-	}
-}
-
-// DropTicket frees the block of a finished sample that will never reach the
-// consumer; fields[0] is its ticket. A ticket that names no block of this
-// pool is ignored.
-func (p *Pool) DropTicket(fields [][]byte) {
-	if len(fields) < 1 || len(fields[0]) < ticketBytes {
-		return
-	}
-	t := fields[0]
-	id := binary.LittleEndian.Uint64(t[0:])
-	if id >= uint64(len(p.workers)) {
-		return
-	}
-	p.free(p.workers[id], binary.LittleEndian.Uint64(t[8:]), binary.LittleEndian.Uint64(t[24:]))
-}
-
-// free writes 0 to the state word of the block at off in w's arena, if
-// the block still is the reply to GET seq (its header carries the low 32
-// bits of seq): a free must never release a block the worker has reused.
-func (p *Pool) free(w *worker, off, seq uint64) {
-	p.arenaMu.RLock()
-	defer p.arenaMu.RUnlock()
-	if p.unmapped || !validBlock(w.arena, off, 0) {
-		return
-	}
-	state := (*uint32)(unsafe.Pointer(&w.arena[off]))
-	tag := (*uint32)(unsafe.Pointer(&w.arena[off+4]))
-	if atomic.LoadUint32(state) != 1 || atomic.LoadUint32(tag) != uint32(seq) {
-		return
-	}
-	atomic.StoreUint32(state, 0)
-}
-
-func validBlock(arena []byte, off, length uint64) bool {
-	size := uint64(len(arena))
-	return off%8 == 0 && off <= size && size-off >= blockHeader && size-off-blockHeader >= length
-}
-
 // fail breaks the pool with err (the first error wins).
 func (p *Pool) fail(err error) {
 	p.breakOnce.Do(func() {
@@ -661,120 +538,4 @@ func (p *Pool) Close() error {
 		p.arenaMu.Unlock()
 	})
 	return nil
-}
-
-// LimitCPU makes at most n samples compute at once (n is the fast lane's
-// width, torch's num_workers); the processes beyond n (spares) then run
-// only samples whose predecessors were found waiting rather than
-// computing. Call it once, before the first Load. n < 1 lifts the limit.
-func (p *Pool) LimitCPU(n int) {
-	if n < 1 || n >= len(p.workers) {
-		return
-	}
-	p.slots = make(chan struct{}, n)
-	p.primary.Store(int64(n))
-	p.watch = map[*call]struct{}{}
-	p.monitor.Go(p.watchSlots)
-}
-
-// minLook is the shortest window a busy share is judged on: the
-// scheduler's time slices make shorter ones noisy.
-const minLook = 20 * time.Millisecond
-
-// busyShare is the fraction of the time since the last look that cl's
-// process spent running or runnable; ok is false while the window is
-// shorter than minLook. When the kernel does not say, the process counts
-// as computing (it keeps its slot).
-func (cl *call) busyShare(now time.Time) (share float64, ok bool) {
-	dt := now.Sub(cl.seen)
-	if dt < minLook {
-		return 0, false
-	}
-	cpu, known := cpuNS(cl.w.pid)
-	if !known {
-		return 1, true
-	}
-	share = float64(cpu-cl.cpu) / float64(dt)
-	cl.cpu, cl.seen = cpu, now
-	return share, true
-}
-
-// waiting is the busy share below which a process counts as waiting.
-const waiting = 0.5
-
-// timedOut is called when cl's budget ran out: a waiting process gives its
-// slot back at once, a computing one is watched until it waits or replies.
-func (p *Pool) timedOut(cl *call) {
-	if p.slots == nil || !cl.slot.Load() {
-		return
-	}
-	if share, ok := cl.busyShare(time.Now()); ok && share < waiting {
-		p.releaseSlot(cl)
-		return
-	}
-	p.watchMu.Lock()
-	p.watch[cl] = struct{}{}
-	p.watchMu.Unlock()
-}
-
-func (p *Pool) releaseSlot(cl *call) {
-	if cl.slot.CompareAndSwap(true, false) {
-		<-p.slots
-	}
-}
-
-// watchSlots re-looks at watched calls every few milliseconds.
-func (p *Pool) watchSlots() {
-	t := time.NewTicker(5 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.closed:
-			return
-		case now := <-t.C:
-			p.watchMu.Lock()
-			for cl := range p.watch {
-				share, ok := cl.busyShare(now)
-				if !cl.slot.Load() || (ok && share < waiting) {
-					p.releaseSlot(cl)
-					delete(p.watch, cl)
-				}
-			}
-			p.watchMu.Unlock()
-		}
-	}
-}
-
-// cpuNS is the time pid's main thread spent running or runnable (waiting
-// for a CPU) in ns: /proc/<pid>/schedstat's first two fields, nanosecond
-// resolution where /proc/<pid>/stat has 10 ms ticks. A process blocked in
-// I/O or sleep accrues neither; one that computes on a busy machine
-// accrues both.
-func cpuNS(pid int) (int64, bool) {
-	var buf [96]byte
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/schedstat")
-	if err != nil {
-		return 0, false
-	}
-	n, _ := f.Read(buf[:])
-	f.Close()
-	var total int64
-	fields := 0
-	for i := 0; i < n && fields < 2; {
-		j := i
-		for j < n && buf[j] >= '0' && buf[j] <= '9' {
-			j++
-		}
-		if j == i {
-			return 0, false
-		}
-		v, err := strconv.ParseInt(string(buf[i:j]), 10, 64)
-		if err != nil {
-			return 0, false
-		}
-		total += v
-		fields++
-		i = j + 1
-	}
-	return total, fields == 2
 }
