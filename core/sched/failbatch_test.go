@@ -89,25 +89,32 @@ func TestFailBatchGoesOn(t *testing.T) {
 				if !slices.Equal(failed, []int64{3, 17, 18, 40}) {
 					t.Fatalf("failed %v", failed)
 				}
-				var all []int64
-				for _, rows := range got {
-					all = append(all, rows...)
-				}
-				slices.Sort(all)
-				var want []int64
-				for i := int64(0); i < 42; i++ {
-					if !fail[i] {
-						want = append(want, i)
-					}
-				}
-				if !slices.Equal(all, want) {
-					t.Fatalf("delivered %v, want %v", all, want)
-				}
+				checkDeliveredOnce(t, got, 42, fail)
 			}
 			delivered, settled := l.Progress()
 			if delivered+settled != 42 {
 				t.Fatalf("progress %d + %d, want 42", delivered, settled)
 			}
 		})
+	}
+}
+
+// checkDeliveredOnce asserts that rows hold each index in [0, n) not in
+// fail exactly once.
+func checkDeliveredOnce(t *testing.T, rows [][]int64, n int64, fail map[int64]bool) {
+	t.Helper()
+	var all []int64
+	for _, r := range rows {
+		all = append(all, r...)
+	}
+	slices.Sort(all)
+	var want []int64
+	for i := int64(0); i < n; i++ {
+		if !fail[i] {
+			want = append(want, i)
+		}
+	}
+	if !slices.Equal(all, want) {
+		t.Fatalf("delivered %v, want %v", all, want)
 	}
 }
